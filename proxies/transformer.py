@@ -1,0 +1,294 @@
+"""Decoder-only transformer proxy family in μP (or SP), built with the `mup` package.
+
+`TransformerFamily(...).build(width)` grows width with a fixed head dimension (heads grow with
+width) and keeps depth, ffn ratio and kv-group ratio, so the only thing that changes across a
+family is width — which is exactly what μP makes hyperparameters invariant to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from mup import MuReadout, MuSharedReadout, make_base_shapes, save_base_shapes, set_base_shapes
+from torch import nn
+
+from transfer import rules
+
+NORMS = ("rmsnorm", "layernorm")
+MLPS = ("swiglu", "gelu")
+POSITIONS = ("rope", "learned")
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def _norm(kind: str, d: int) -> nn.Module:
+    return RMSNorm(d) if kind == "rmsnorm" else nn.LayerNorm(d, bias=False)
+
+
+def _rope_tables(seq_len: int, d_head: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, d_head, 2, device=device).float() / d_head))
+    angles = torch.outer(torch.arange(seq_len, device=device).float(), inv_freq)  # (T, d_head/2)
+    return angles.cos(), angles.sin()
+
+
+def _apply_rope(x, cos, sin):  # x: (B, H, T, d_head)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    t = x.shape[-2]
+    cos, sin = cos[:t], sin[:t]
+    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
+class Attention(nn.Module):
+    def __init__(self, width: int, d_head: int, kv_group: int, scale: float, rope: bool):
+        super().__init__()
+        self.n_heads, self.d_head = width // d_head, d_head
+        self.n_kv = self.n_heads // kv_group
+        self.scale, self.rope = scale, rope
+        self.q = nn.Linear(width, self.n_heads * d_head, bias=False)
+        self.k = nn.Linear(width, self.n_kv * d_head, bias=False)
+        self.v = nn.Linear(width, self.n_kv * d_head, bias=False)
+        self.o = nn.Linear(self.n_heads * d_head, width, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, t, _ = x.shape
+        q = self.q(x).view(b, t, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, dh)
+        k = self.k(x).view(b, t, self.n_kv, self.d_head).transpose(1, 2)  # (B, Hkv, T, dh)
+        v = self.v(x).view(b, t, self.n_kv, self.d_head).transpose(1, 2)
+        if self.rope:
+            q, k = _apply_rope(q, cos, sin), _apply_rope(k, cos, sin)
+        if self.n_kv != self.n_heads:  # grouped-query attention: share each kv head
+            rep = self.n_heads // self.n_kv
+            k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
+        return self.o(y.transpose(1, 2).reshape(b, t, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, width: int, d_ff: int, kind: str):
+        super().__init__()
+        self.kind = kind
+        self.up = nn.Linear(width, d_ff, bias=False)
+        self.gate = nn.Linear(width, d_ff, bias=False) if kind == "swiglu" else None
+        self.down = nn.Linear(d_ff, width, bias=False)
+
+    def forward(self, x):
+        if self.kind == "swiglu":
+            return self.down(F.silu(self.gate(x)) * self.up(x))
+        return self.down(F.gelu(self.up(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, width, d_ff, fam: "TransformerFamily", scale: float):
+        super().__init__()
+        self.norm1, self.norm2 = _norm(fam.norm, width), _norm(fam.norm, width)
+        self.attn = Attention(width, fam.d_head, fam.kv_group, scale, fam.positions == "rope")
+        self.mlp = MLP(width, d_ff, fam.mlp)
+
+    def forward(self, x, cos, sin):
+        x = x + self.attn(self.norm1(x), cos, sin)
+        return x + self.mlp(self.norm2(x))
+
+
+class _FrozenScaleReadout(MuReadout):
+    """MuReadout whose logit scale is a plain float fixed after `set_base_shapes`.
+
+    MuReadout reads `weight.infshape` in every forward; dynamo cannot trace that attribute, so
+    `torch.compile` breaks. We read it once (`freeze_scale`) and keep a float instead.
+    """
+
+    logit_scale: float | None = None
+
+    def freeze_scale(self) -> None:
+        self.logit_scale = rules.logits_scale(self.output_mult, self.width_mult())
+
+    def forward(self, x):
+        if self.logit_scale is None:
+            raise RuntimeError("readout scale not frozen: build models with TransformerFamily.build")
+        return F.linear(x * self.logit_scale, self.weight, self.bias)
+
+
+class _FrozenScaleSharedReadout(MuSharedReadout, _FrozenScaleReadout):
+    forward = _FrozenScaleReadout.forward
+
+
+class _SPReadout(nn.Linear):
+    """Standard-parametrization readout: a plain linear layer with a constant output multiplier."""
+
+    def __init__(self, width, vocab, output_mult, weight=None):
+        super().__init__(width, vocab, bias=False)
+        if weight is not None:
+            self.weight = weight
+        self.logit_scale = rules.logits_scale(output_mult, 1.0, "sp")
+
+    def forward(self, x):
+        return F.linear(x * self.logit_scale, self.weight)
+
+
+class Transformer(nn.Module):
+    """tokens (B, T) int64 -> logits (B, T, vocab)."""
+
+    def __init__(self, fam: "TransformerFamily", width: int):
+        super().__init__()
+        self.fam, self.width = fam, width
+        scale = rules.attn_scale(fam.attn_mult, fam.d_head, fam.parametrization)
+        self.tok_emb = nn.Embedding(fam.vocab_size, width)
+        self.pos_emb = nn.Embedding(fam.seq_len, width) if fam.positions == "learned" else None
+        self.blocks = nn.ModuleList(Block(width, fam.d_ff(width), fam, scale)
+                                    for _ in range(fam.n_layers))
+        self.norm = _norm(fam.norm, width)
+        tied = self.tok_emb.weight if fam.tied_embeddings else None
+        if fam.parametrization == "sp":
+            self.readout = _SPReadout(width, fam.vocab_size, fam.output_mult, weight=tied)
+        elif tied is not None:
+            self.readout = _FrozenScaleSharedReadout(tied, bias=False, output_mult=fam.output_mult)
+        else:
+            self.readout = _FrozenScaleReadout(width, fam.vocab_size, bias=False,
+                                               output_mult=fam.output_mult,
+                                               readout_zero_init=fam.readout_zero_init)
+        self.register_buffer("rope_cos", torch.empty(0), persistent=False)
+        self.register_buffer("rope_sin", torch.empty(0), persistent=False)
+
+    def forward(self, tokens):  # (B, T)
+        x = self.tok_emb(tokens) * self.fam.input_mult  # (B, T, C)
+        if self.pos_emb is not None:
+            x = x + self.pos_emb.weight[: tokens.shape[1]]
+        for block in self.blocks:
+            x = block(x, self.rope_cos, self.rope_sin)
+        return self.readout(self.norm(x))  # (B, T, V)
+
+
+@dataclass(frozen=True)
+class TransformerFamily:
+    """A width-indexed family of decoder-only transformers sharing every other choice."""
+
+    vocab_size: int = 256  # bytes: the default corpus is raw UTF-8/ASCII source text
+    seq_len: int = 128  # long enough for code structure, short enough for 2 CPU cores
+    n_layers: int = 2  # proxies tune width-transfer; depth is held fixed (and reported)
+    d_head: int = 16  # fixed across widths so heads grow with width, as in real targets
+    kv_group: int = 1  # query heads per kv head (GQA); kept across widths
+    ffn_ratio: float = 4.0  # d_ff / d_model, kept across widths
+    norm: str = "rmsnorm"
+    mlp: str = "swiglu"
+    positions: str = "rope"
+    tied_embeddings: bool = False
+    parametrization: str = "mup"  # "mup" or "sp" (the comparison baseline)
+    base_width: int = 64  # μP and SP coincide here; tuned values are "at base width"
+    attn_mult: float = 1.0  # attention logits × attn_mult / d_head (μP) or / sqrt(d_head) (SP)
+    input_mult: float = 1.0  # embedding output multiplier
+    output_mult: float = 1.0  # logit multiplier (divided by width_mult under μP)
+    init_std: float = 0.02  # σ of hidden matrices at base width (∝ 1/sqrt(fan_in) beyond)
+    zero_init_query: bool = True  # uniform attention at init: removes a width-dependent term
+    readout_zero_init: bool = True  # μP recommendation: logits start at exactly 0
+
+    def __post_init__(self):
+        for name, allowed in (("norm", NORMS), ("mlp", MLPS), ("positions", POSITIONS),
+                              ("parametrization", rules.PARAMETRIZATIONS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"proxy.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        for name in ("vocab_size", "seq_len", "n_layers", "d_head", "kv_group", "base_width"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"proxy.{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("ffn_ratio", "attn_mult", "input_mult", "output_mult", "init_std"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"proxy.{name} must be > 0, got {getattr(self, name)}")
+        self.check_width(self.base_width, field="proxy.base_width")
+
+    # ---- shape arithmetic -------------------------------------------------------------
+    def d_ff(self, width: int) -> int:
+        return int(round(self.ffn_ratio * width))
+
+    def check_width(self, width: int, *, field: str = "width") -> None:
+        """Raise ValueError naming the fix when `width` cannot be built."""
+        if width % self.d_head:
+            raise ValueError(f"{field}={width} is not divisible by proxy.d_head={self.d_head}; "
+                             f"use a multiple of {self.d_head}")
+        heads = width // self.d_head
+        if heads % self.kv_group:
+            raise ValueError(f"{field}={width} gives {heads} heads, not divisible by "
+                             f"proxy.kv_group={self.kv_group}; use a width that is a multiple of "
+                             f"{self.d_head * self.kv_group}")
+
+    def replace(self, **changes) -> "TransformerFamily":
+        return dataclasses.replace(self, **changes)
+
+    # ---- building ---------------------------------------------------------------------
+    def _skeleton(self, width: int) -> Transformer:
+        with torch.device("meta"):
+            return Transformer(self, width)
+
+    def base_shapes(self):
+        """mup base shapes from the base model and a delta model twice as wide."""
+        delta = self.base_width * 2
+        return make_base_shapes(self._skeleton(self.base_width), self._skeleton(delta))
+
+    def save_base_shapes(self, path) -> None:
+        """Write the base shapes as mup's readable YAML (`.bsh`)."""
+        save_base_shapes(self.base_shapes(), str(path))
+
+    def build(self, width: int, *, seed: int = 0, device: str | torch.device = "cpu") -> Transformer:
+        """A freshly initialised model of `width`, deterministic for `seed`, global RNG untouched.
+
+        Built on the meta device first so construction draws no random numbers, then
+        initialised from a private generator by the μP rules.
+        """
+        self.check_width(width)
+        model = self._skeleton(width).to_empty(device=device)
+        base = self._skeleton(self.base_width)
+        if self.parametrization == "mup":
+            set_base_shapes(model, self.base_shapes(), rescale_params=False)
+            self._init_weights(model, base, seed)
+            model.readout.freeze_scale()
+        else:
+            self._init_weights(model, base, seed)
+        cos, sin = _rope_tables(self.seq_len, self.d_head, device=device)
+        model.rope_cos, model.rope_sin = cos, sin
+        return model
+
+    def _init_weights(self, model: Transformer, base: Transformer, seed: int) -> None:
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        base_params = dict(base.named_parameters())
+        width_m = rules.width_mult(model.width, self.base_width)
+        for name, p in model.named_parameters():
+            if p.ndim == 1:  # norm gains
+                std = None
+            elif name.startswith(("tok_emb", "pos_emb")):
+                std = rules.embedding_init_std(self.init_std)
+            elif name.startswith("readout"):
+                std = 0.0 if self.readout_zero_init else rules.readout_init_std(
+                    self.init_std, width_m, self.parametrization)
+            elif name.endswith("attn.q.weight") and self.zero_init_query:
+                std = 0.0
+            else:  # hidden matrix: fan-in multiplier relative to the base model
+                fanin_m = p.shape[1] / base_params[name].shape[1]
+                std = rules.hidden_init_std(self.init_std, fanin_m)
+            with torch.no_grad():
+                if std is None:
+                    p.fill_(1.0)
+                else:
+                    p.copy_(torch.randn(p.shape, generator=gen) * std)
+
+    # ---- accounting -------------------------------------------------------------------
+    def n_params(self, width: int) -> int:
+        return sum(p.numel() for p in self._skeleton(width).parameters())
+
+    def flops_per_token(self, width: int) -> float:
+        """Training FLOPs per token: 6·N (N without the input embedding table, plus the readout
+        matmul when tied) + 12·n_layers·width·seq_len for attention scores and values."""
+        n = self.n_params(width) - self.vocab_size * width
+        if self.tied_embeddings:
+            n += self.vocab_size * width  # the shared table is still used as the readout matmul
+        if self.positions == "learned":
+            n -= self.seq_len * width  # a lookup, not a matmul
+        return 6.0 * n + 12.0 * self.n_layers * width * self.seq_len

@@ -1,0 +1,19 @@
+"""User errors: anything a user can get wrong ends as exit code 2 and one line naming the fix."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_USER_ERROR = 2
+EXIT_REJECTED = 3
+
+
+class UserError(Exception):
+    """Bad input. The message is one line: what is wrong and how to fix it."""
+
+
+class DataError(UserError):
+    """The data source is missing or malformed."""
+
+
+class BudgetExceeded(UserError):
+    """The predicted or measured tuning cost exceeds the configured cap."""
