@@ -1,0 +1,264 @@
+"""Structured-config schema (registered once with Hydra's ConfigStore) and its validation.
+
+YAML groups in `conf/` extend these dataclasses; OmegaConf checks types, `check_config` checks
+everything a type cannot (ranges, divisibility, ordering) and raises `UserError` naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from transfer.errors import UserError
+
+# Hyperparameters a stage may search, and where each lives in the trial.
+TUNABLE = ("lr", "batch_size", "warmup_fraction", "output_mult", "input_mult", "init_std",
+           "attn_mult")
+PARAM_TYPES = ("float", "int", "categorical")
+
+
+@dataclass
+class ModelConf:
+    """A full-scale target. Shapes are published ones; `source` says where from."""
+
+    name: str = MISSING
+    source: str = ""
+    d_model: int = MISSING
+    n_layers: int = MISSING
+    n_heads: int = MISSING
+    n_kv_heads: int = MISSING
+    d_ff: int = MISSING
+    vocab_size: int = MISSING
+    seq_len: int = MISSING  # pretraining context length
+    tied_embeddings: bool = False
+    norm: str = "rmsnorm"
+    mlp: str = "swiglu"
+    positions: str = "rope"
+    train_tokens: float = MISSING  # pretraining tokens D
+
+
+@dataclass
+class ProxyConf:
+    builder: Any = field(default_factory=lambda: {"_target_": "proxies.TransformerFamily"})
+    size: str = "cpu"  # proxies.registry preset: depth, head dim, context
+    parametrization: str = "mup"  # "sp" exists to show that the validator rejects it
+    width: int = 64  # stages run here: the smallest, cheapest proxy
+    validation_width: int | None = None  # None: 4 × width
+    base_width: int | None = None  # None: = width (μP ≡ SP there; tuned values are "base" values)
+    n_layers: int | None = None  # None: from `size`
+    d_head: int | None = None  # None: from `size`
+    seq_len: int | None = None  # None: from `size`
+    kv_group: int | None = None  # None: target's heads/kv_heads, reduced to fit the proxy
+    attn_mult: float = 1.0
+    input_mult: float = 1.0
+    output_mult: float = 1.0
+    init_std: float = 0.02
+    seed: int = 0
+
+
+@dataclass
+class TrainConf:
+    """Per-trial training defaults; stages overwrite the ones they tune."""
+
+    tokens: int = 16 * 128 * 150  # per trial; batch sizes are compared at equal tokens
+    lr: float = 0.01  # used until the lr stage has a winner
+    batch_size: int = 16
+    warmup_fraction: float = 0.05
+    schedule: str = "cosine"
+    min_lr_fraction: float = 0.1
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    n_evals: int = 4
+    eval_batches: int = 8
+    eval_batch_size: int = 16
+    divergence_factor: float = 1.5
+
+
+@dataclass
+class ParamConf:
+    type: str = "float"
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: list[Any] | None = None
+
+
+@dataclass
+class StageConf:
+    trials: int = 4
+    params: dict[str, ParamConf] = field(default_factory=dict)
+
+
+@dataclass
+class StagesConf:
+    order: list[str] = field(default_factory=list)
+    stage: dict[str, StageConf] = field(default_factory=dict)
+
+
+@dataclass
+class PrunerConf:
+    kind: str = "median"  # median | halving | none
+    warmup_evals: int = 1  # evaluations before a trial can be pruned (after warmup)
+
+
+@dataclass
+class ValidationConf:
+    enabled: bool = True
+    points: int = 7  # log2-lr grid points around the tuned optimum
+    step_log2: float = 0.5  # half-octave spacing
+    seeds: int = 2  # averaged: one seed's optimum is too noisy at CPU sizes
+    tolerance_log2: float = 0.5  # |drift| allowed
+    max_gap: float = 0.01  # relative loss gap at the transferred lr on the wide model
+    coord_widths: list[int] = field(default_factory=lambda: [32, 64, 128, 256])
+    coord_steps: int = 4
+    coord_max_slope: float = 0.25  # |d log2 l1 / d log2 width| allowed for μP activations
+
+
+@dataclass
+class DataConf:
+    kind: str = "stdlib"
+    root: str | None = None
+    path: str | None = None
+    val_path: str | None = None
+    dtype: str | None = None
+    vocab_size: int | None = None
+    val_fraction: float = 0.1
+
+
+@dataclass
+class HardwareConf:
+    name: str = MISSING
+    peak_flops: float = MISSING  # dense bf16 FLOP/s per device, vendor datasheet
+    utilization: float = 0.4  # achieved MFU assumed for the target run
+    price_per_gpu_hour: float = MISSING  # USD, on-demand cloud list price
+
+
+@dataclass
+class StorageConf:
+    kind: str = "journal"  # journal | postgres
+    url: str | None = None  # postgres: postgresql://user@host:port/db (or $TRANSFER_STORAGE_URL)
+    heartbeat_interval: int = 10
+    grace_period: int = 30
+
+
+@dataclass
+class CostConf:
+    n_gpus: int = 256
+    buffer: float = 0.3  # contingency on top of the estimate
+    naive_token_fraction: float = 0.01  # each naive full-scale trial: this share of D
+    max_tuning_gpu_hours: float | None = None
+    max_wall_seconds: float | None = None
+
+
+@dataclass
+class Config:
+    model: ModelConf = field(default_factory=ModelConf)
+    proxy: ProxyConf = field(default_factory=ProxyConf)
+    train: TrainConf = field(default_factory=TrainConf)
+    stages: StagesConf = field(default_factory=StagesConf)
+    pruner: PrunerConf = field(default_factory=PrunerConf)
+    validation: ValidationConf = field(default_factory=ValidationConf)
+    data: DataConf = field(default_factory=DataConf)
+    hardware: HardwareConf = field(default_factory=HardwareConf)
+    storage: StorageConf = field(default_factory=StorageConf)
+    cost: CostConf = field(default_factory=CostConf)
+    budget: str = "default"
+    name: str | None = None  # run folder; None: <model>-<parametrization>-<fingerprint[:8]>
+    archive_dir: str = "sweeps"
+    workers: int = 1
+    reuse: str = "auto"  # auto | off
+    device: str = "auto"
+    progress: str = "auto"  # auto | bar | lines | off
+
+
+def register_configs() -> None:
+    ConfigStore.instance().store(name="schema", node=Config)
+
+
+def _fail(msg: str) -> None:
+    raise UserError(msg)
+
+
+def _check_space(stage: str, name: str, p: ParamConf) -> None:
+    where = f"stages.stage.{stage}.params.{name}"
+    if name not in TUNABLE:
+        _fail(f"{where}: unknown stage parameter {name!r}; tunable: {', '.join(TUNABLE)}")
+    if p.type not in PARAM_TYPES:
+        _fail(f"{where}.type={p.type!r}; use one of {', '.join(PARAM_TYPES)}")
+    if p.type == "categorical":
+        if not p.choices:
+            _fail(f"{where}.choices is empty; list at least one value")
+        return
+    if p.low is None or p.high is None:
+        _fail(f"{where}: low and high are required for type={p.type}")
+    if not p.low < p.high:
+        _fail(f"{where}: empty or inverted range low={p.low} high={p.high}; need low < high")
+    if p.log and p.low <= 0:
+        _fail(f"{where}: log scale needs low > 0, got {p.low}")
+
+
+def check_config(cfg: DictConfig | Config) -> None:
+    """Everything a user can get wrong that a type cannot catch, one field per message."""
+    c = cfg
+    if c.proxy.parametrization not in ("mup", "sp"):
+        _fail(f"proxy.parametrization={c.proxy.parametrization!r}; use mup or sp")
+    w, vw = c.proxy.width, c.proxy.validation_width or 4 * c.proxy.width
+    if w < 1:
+        _fail(f"proxy.width must be >= 1, got {w}")
+    if vw <= w:
+        _fail(f"proxy.validation_width={vw} must be larger than proxy.width={w}; widths must "
+              "increase")
+    if c.model.n_heads % c.model.n_kv_heads:
+        _fail(f"model.n_heads={c.model.n_heads} is not divisible by model.n_kv_heads="
+              f"{c.model.n_kv_heads}; fix the target shape")
+    if c.model.d_model % c.model.n_heads:
+        _fail(f"model.d_model={c.model.d_model} is not divisible by model.n_heads={c.model.n_heads}")
+    t = c.train
+    if t.tokens < 1:
+        _fail(f"train.tokens must be >= 1, got {t.tokens}")
+    if not 0 <= t.warmup_fraction < 1:
+        _fail(f"train.warmup_fraction={t.warmup_fraction} must be in [0, 1): warmup must be "
+              "shorter than the run")
+    if not c.stages.order:
+        _fail("stages.order is empty; pick a stages preset, e.g. stages=default")
+    for name in c.stages.order:
+        if name not in c.stages.stage:
+            _fail(f"stages.order names {name!r} but stages.stage has no such entry; "
+                  f"defined: {', '.join(c.stages.stage)}")
+        st = c.stages.stage[name]
+        if st.trials < 1:
+            _fail(f"stages.stage.{name}.trials must be >= 1, got {st.trials}")
+        if not st.params:
+            _fail(f"stages.stage.{name}.params is empty; give at least one parameter to search")
+        for pname, p in st.params.items():
+            _check_space(name, pname, p)
+            if pname == "warmup_fraction" and p.type != "categorical" and p.high >= 1:
+                _fail(f"stages.stage.{name}.params.warmup_fraction.high={p.high} means warmup "
+                      ">= steps; keep it below 1")
+    if c.pruner.kind not in ("median", "halving", "none"):
+        _fail(f"pruner.kind={c.pruner.kind!r}; use median, halving or none")
+    if c.workers < 1:
+        _fail(f"workers must be >= 1, got {c.workers}")
+    if c.reuse not in ("auto", "off"):
+        _fail(f"reuse={c.reuse!r}; use auto or off")
+    if c.storage.kind not in ("journal", "postgres"):
+        _fail(f"storage.kind={c.storage.kind!r}; use storage=journal or storage=postgres")
+    v = c.validation
+    if v.points < 3:
+        _fail(f"validation.points must be >= 3 to fit a parabola, got {v.points}")
+    if v.seeds < 1:
+        _fail(f"validation.seeds must be >= 1, got {v.seeds}")
+    if c.cost.n_gpus < 1:
+        _fail(f"cost.n_gpus must be >= 1, got {c.cost.n_gpus}")
+    if not 0 < c.hardware.utilization <= 1:
+        _fail(f"hardware.utilization={c.hardware.utilization} must be in (0, 1]")
+    if math.isnan(float(c.model.train_tokens)) or c.model.train_tokens <= 0:
+        _fail(f"model.train_tokens must be > 0, got {c.model.train_tokens}")
+
+
+def to_container(cfg: DictConfig) -> dict:
+    return OmegaConf.to_container(cfg, resolve=True)
