@@ -1,0 +1,195 @@
+"""Does the optimal learning rate transfer across width? μP vs SP, measured side by side.
+
+For each parametrization and width, sweep log2(lr) on a half-octave grid, average the final
+held-out loss over seeds, and fit the optimum with `transfer.fit.fit_optimum`. When a width's
+minimum is at the grid edge, the grid is extended on that side (up to --max-extend points), so
+every reported optimum is bracketed or explicitly flagged.
+
+Goals: μP |drift| <= 0.5 octave, SP |drift| >= 1.0 octave, μP best loss at the widest width <=
+SP's. Each run is appended to runs.csv as it finishes; rerunning with the same --out skips
+finished runs, so an interrupted benchmark resumes.
+
+    python benchmarks/transfer_fidelity.py --out benchmarks/out/fidelity
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from proxies import TransformerFamily
+from transfer.data import stdlib_corpus
+from transfer.fit import fit_optimum
+from transfer.trainer import TrainSpec, train
+
+STEP = 0.5  # grid spacing in log2(lr): half an octave
+FIELDS = ["parametrization", "width", "log2_lr", "seed", "val_loss", "diverged", "seconds"]
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="directory for runs.csv and summary.json")
+    p.add_argument("--widths", type=int, nargs="+", default=[64, 256])
+    p.add_argument("--parametrizations", nargs="+", default=["mup", "sp"], choices=["mup", "sp"])
+    p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--points", type=int, default=7, help="initial grid points per width")
+    p.add_argument("--mup-centre", type=float, default=-7.0, help="log2 lr at the grid centre")
+    p.add_argument("--sp-centre", type=float, default=-8.5, help="log2 lr at the base width")
+    p.add_argument("--sp-shift", type=float, default=0.5,
+                   help="SP's grid centre moves down this much per octave of width (SP's optimum "
+                        "falls with width; starting lower saves extensions, the fit is unaffected)")
+    p.add_argument("--max-extend", type=int, default=4, help="extra points per side at most")
+    p.add_argument("--window", type=int, default=5, help="points in the parabola fit")
+    p.add_argument("--n-layers", type=int, default=2)
+    p.add_argument("--d-head", type=int, default=16)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--base-width", type=int, default=64)
+    p.add_argument("--output-mult", type=float, default=1.0)
+    p.add_argument("--init-std", type=float, default=0.02)
+    p.add_argument("--input-mult", type=float, default=1.0)
+    p.add_argument("--device", default="cpu")
+    args = p.parse_args(argv)
+    if args.seeds < 1 or args.points < 3 or args.steps < 1:
+        p.error(f"need --seeds >= 1, --points >= 3, --steps >= 1; got {args.seeds=}, "
+                f"{args.points=}, {args.steps=}")
+    return args
+
+
+class Runs:
+    """Finished runs keyed by (parametrization, width, log2_lr, seed), mirrored to runs.csv."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.rows: dict[tuple, dict] = {}
+        if path.exists():
+            with path.open() as f:
+                for r in csv.DictReader(f):
+                    r = {**r, "width": int(r["width"]), "log2_lr": float(r["log2_lr"]),
+                         "seed": int(r["seed"]), "val_loss": float(r["val_loss"]),
+                         "diverged": r["diverged"] == "True", "seconds": float(r["seconds"])}
+                    self.rows[self.key(r)] = r
+
+    @staticmethod
+    def key(r: dict) -> tuple:
+        return r["parametrization"], r["width"], round(r["log2_lr"], 6), r["seed"]
+
+    def add(self, row: dict) -> None:
+        new = not self.path.exists()
+        with self.path.open("a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=FIELDS)
+            if new:
+                w.writeheader()
+            w.writerow(row)
+        self.rows[self.key(row)] = row
+
+
+def family(args, parametrization: str) -> TransformerFamily:
+    return TransformerFamily(n_layers=args.n_layers, d_head=args.d_head, seq_len=args.seq_len,
+                             base_width=args.base_width, parametrization=parametrization,
+                             output_mult=args.output_mult, init_std=args.init_std,
+                             input_mult=args.input_mult)
+
+
+def mean_loss(args, runs: Runs, fam, width: int, log2_lr: float, corpus) -> float:
+    """Seed-averaged final held-out loss at one grid point; inf if any seed diverged."""
+    losses = []
+    for seed in range(args.seeds):
+        key = (fam.parametrization, width, round(log2_lr, 6), seed)
+        if key not in runs.rows:
+            spec = TrainSpec(width=width, lr=2.0 ** log2_lr, batch_size=args.batch_size,
+                             tokens=args.batch_size * fam.seq_len * args.steps, n_evals=1,
+                             seed=seed)
+            t0 = time.perf_counter()
+            r = train(fam, spec, corpus, device=args.device)
+            runs.add({"parametrization": fam.parametrization, "width": width,
+                      "log2_lr": log2_lr, "seed": seed, "val_loss": r.val_loss,
+                      "diverged": r.diverged, "seconds": round(time.perf_counter() - t0, 2)})
+            print(f"  {fam.parametrization} w={width} log2_lr={log2_lr:+.1f} seed={seed}: "
+                  f"{r.val_loss:.4f}{' (diverged)' if r.diverged else ''}", flush=True)
+        losses.append(runs.rows[key]["val_loss"])
+    return statistics.fmean(losses) if all(map(math.isfinite, losses)) else math.inf
+
+
+def sweep_width(args, runs: Runs, fam, width: int, centre: float, corpus) -> dict:
+    """Grid around `centre`, extended while the minimum sits on an edge."""
+    half = (args.points - 1) / 2
+    grid = [centre + STEP * (i - half) for i in range(args.points)]
+    curve = {x: mean_loss(args, runs, fam, width, x, corpus) for x in grid}
+    for _ in range(args.max_extend):
+        xs = sorted(curve)
+        best = min(xs, key=lambda x: curve[x])
+        if best == xs[0]:
+            new = xs[0] - STEP
+        elif best == xs[-1] and math.isfinite(curve[best]):
+            new = xs[-1] + STEP
+        else:
+            break
+        curve[new] = mean_loss(args, runs, fam, width, new, corpus)
+    xs = sorted(curve)
+    opt, best_loss, edge = fit_optimum(xs, [curve[x] for x in xs], window=args.window)
+    return {"width": width, "log2_lrs": xs, "losses": [curve[x] for x in xs],
+            "optimum_log2_lr": opt, "best_loss": best_loss, "edge_hit": edge}
+
+
+def summarise(results: dict, widths: list[int]) -> dict:
+    small, large = min(widths), max(widths)
+    out = {}
+    for p, per_width in results.items():
+        out[p] = {"drift": per_width[large]["optimum_log2_lr"] - per_width[small]["optimum_log2_lr"]}
+    goals = {}
+    if "mup" in out:
+        goals["mup |drift| <= 0.5"] = abs(out["mup"]["drift"]) <= 0.5
+    if "sp" in out:
+        goals["sp |drift| >= 1.0"] = abs(out["sp"]["drift"]) >= 1.0
+    if "mup" in out and "sp" in out:
+        goals[f"mup best loss at {large} <= sp's"] = (
+            results["mup"][large]["best_loss"] <= results["sp"][large]["best_loss"])
+    return {"drift": {p: v["drift"] for p, v in out.items()}, "goals": goals}
+
+
+def markdown(results: dict, summary: dict) -> str:
+    lines = ["| parametrization | width | optimum log2(lr) | best loss | grid (log2 lr) | edge hit |",
+             "|---|---|---|---|---|---|"]
+    for p, per_width in results.items():
+        for w, r in per_width.items():
+            lines.append(f"| {p} | {w} | {r['optimum_log2_lr']:+.2f} | {r['best_loss']:.4f} | "
+                         f"{r['log2_lrs'][0]:+.1f} … {r['log2_lrs'][-1]:+.1f} | {r['edge_hit']} |")
+    lines.append("")
+    lines += [f"- {p} drift (wide − narrow): {d:+.2f} octaves" for p, d in summary["drift"].items()]
+    lines += [f"- goal {g}: {'PASS' if ok else 'FAIL'}" for g, ok in summary["goals"].items()]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs, corpus = Runs(out / "runs.csv"), stdlib_corpus()
+    results: dict[str, dict[int, dict]] = {}
+    for p in args.parametrizations:
+        fam = family(args, p)
+        results[p] = {}
+        for w in sorted(args.widths):
+            centre = args.mup_centre if p == "mup" else (
+                args.sp_centre - args.sp_shift * math.log2(w / args.base_width))
+            print(f"{p} width {w}: grid centred at log2 lr {centre:+.2f}", flush=True)
+            results[p][w] = sweep_width(args, runs, fam, w, centre, corpus)
+    summary = summarise(results, args.widths)
+    table = markdown(results, summary)
+    (out / "summary.json").write_text(json.dumps(
+        {"args": vars(args), "results": {p: {str(w): r for w, r in v.items()}
+                                         for p, v in results.items()}, **summary}, indent=2))
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
