@@ -8,7 +8,6 @@ family is width — which is exactly what μP makes hyperparameters invariant to
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 import torch
@@ -90,7 +89,7 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, width, d_ff, fam: "TransformerFamily", scale: float):
+    def __init__(self, width, d_ff, fam: TransformerFamily, scale: float):
         super().__init__()
         self.norm1, self.norm2 = _norm(fam.norm, width), _norm(fam.norm, width)
         self.attn = Attention(width, fam.d_head, fam.kv_group, scale, fam.positions == "rope")
@@ -139,7 +138,7 @@ class _SPReadout(nn.Linear):
 class Transformer(nn.Module):
     """tokens (B, T) int64 -> logits (B, T, vocab)."""
 
-    def __init__(self, fam: "TransformerFamily", width: int):
+    def __init__(self, fam: TransformerFamily, width: int):
         super().__init__()
         self.fam, self.width = fam, width
         scale = rules.attn_scale(fam.attn_mult, fam.d_head, fam.parametrization)
@@ -207,7 +206,7 @@ class TransformerFamily:
 
     # ---- shape arithmetic -------------------------------------------------------------
     def d_ff(self, width: int) -> int:
-        return int(round(self.ffn_ratio * width))
+        return round(self.ffn_ratio * width)
 
     def check_width(self, width: int, *, field: str = "width") -> None:
         """Raise ValueError naming the fix when `width` cannot be built."""
@@ -220,7 +219,7 @@ class TransformerFamily:
                              f"proxy.kv_group={self.kv_group}; use a width that is a multiple of "
                              f"{self.d_head * self.kv_group}")
 
-    def replace(self, **changes) -> "TransformerFamily":
+    def replace(self, **changes) -> TransformerFamily:
         return dataclasses.replace(self, **changes)
 
     # ---- building ---------------------------------------------------------------------

@@ -70,8 +70,8 @@ def plan_proxies(cfg: DictConfig) -> ProxyPlan:
         "positions": m.positions, "tied_embeddings": bool(m.tied_embeddings),
     }
     notes = [
-        f"depth: proxy has {n_layers} layers, target {m.n_layers} (μP transfers across width, "
-        "depth only empirically)",
+        (f"depth: proxy has {n_layers} layers, target {m.n_layers} (μP transfers across width, "
+         "depth only empirically)"),
         f"head dimension: proxy {d_head}, target {m.d_model // m.n_heads}",
         f"context: proxy {seq_len} tokens, target {m.seq_len}",
     ] + ([kv_note] if kv_note else [])

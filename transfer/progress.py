@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 
@@ -39,9 +40,9 @@ class Progress:
             f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in best_params.items()) + ")"
         if self.mode == "bar" and self._bar is not None:
             self._bar.n = done
-            self._bar.set_postfix_str(f"best {best_s}{params} eta {_fmt_s(eta) if eta == eta else '?'}")
+            self._bar.set_postfix_str(f"best {best_s}{params} eta {_fmt_s(eta) if math.isfinite(eta) else '?'}")
         elif self.mode == "lines":
-            eta_s = _fmt_s(eta) if eta == eta else "?"
+            eta_s = _fmt_s(eta) if math.isfinite(eta) else "?"
             self.line(f"stage {self._name}: {done}/{self._total} trials, best {best_s}{params}, "
                       f"eta {eta_s}")
 

@@ -14,6 +14,7 @@ import os
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -193,7 +194,9 @@ def _owner_alive(owner: str | None) -> bool:
 
 def close_orphans(study: optuna.Study) -> int:
     """Fail RUNNING trials whose process is gone and re-queue their parameters. Returns count."""
-    optuna.storages.fail_stale_trials(study)  # RDB: heartbeat + RetryFailedTrialCallback
+    with warnings.catch_warnings():  # experimental since 2.9, the documented way nonetheless
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)  # RDB: heartbeat + RetryFailedTrialCallback
     n = 0
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if _owner_alive(t.system_attrs.get("owner")):
@@ -243,7 +246,7 @@ def take_trial(ctx: Context, study: optuna.Study, total: int | None) -> optuna.T
         running = sum(t.state == TrialState.RUNNING for t in trials)
         if waiting or (total is not None and finished + running < total):
             trial = study.ask()
-            trial.set_system_attr("owner", owner_tag())
+            study._storage.set_trial_system_attr(trial._trial_id, "owner", owner_tag())
             return trial
         return "wait" if running else "done"
 
@@ -307,6 +310,22 @@ def frozen_before(ctx: Context, upto: int) -> dict:
     return hp
 
 
+def _in_space(value, p) -> bool:
+    if p.type == "categorical":
+        return value in list(p.choices)
+    return p.low <= value <= p.high
+
+
+def seed_incumbent(ctx: Context, study: optuna.Study, space: dict, hp: dict) -> None:
+    """Queue the values frozen so far as a stage's first trial, so a stage can only improve."""
+    with ctx.lock():
+        if study.get_trials(deepcopy=False):
+            return
+        incumbent = {k: hp[k] for k in space if _in_space(hp[k], space[k])}
+        if len(incumbent) == len(space):
+            study.enqueue_trial(incumbent, user_attrs={"incumbent": True})
+
+
 def run_stages(ctx: Context) -> dict:
     """Work through every stage in order; returns the final frozen hyperparameters."""
     cfg = ctx.cfg
@@ -315,6 +334,8 @@ def run_stages(ctx: Context) -> dict:
         study = open_study(ctx, index, name)
         total = cfg.stages.stage[name].trials
         space = stage_space(cfg, name, hp)
+        if index > 0:
+            seed_incumbent(ctx, study, space, hp)
         done = sum(t.state in FINISHED for t in study.get_trials(deepcopy=False))
         ctx.progress.stage_start(name, min(done, total), total)
         while True:

@@ -1,0 +1,280 @@
+"""validator → emitted config + cost → archive: everything written at the end of a sweep.
+
+Done exactly once per run, by the worker that claims it under the run lock; every other worker
+exits after the grid. Also the two things that happen before training: the cost prediction that
+a spending cap is checked against, and reuse of an archived run with the same fingerprint.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+import optuna
+import pandas as pd
+from omegaconf import OmegaConf
+
+from transfer import cost as costs
+from transfer.emit import emit_target
+from transfer.errors import EXIT_OK, EXIT_REJECTED
+from transfer.report import render_report
+from transfer.stages import (
+    FINISHED,
+    Context,
+    default_hparams,
+    open_study,
+    owner_tag,
+    predict_seconds,
+    summarize,
+)
+from transfer.validator import (
+    judge,
+    open_validation_study,
+    plot_transfer,
+    run_coord_check,
+    run_grid,
+)
+
+TRAIN_DEFAULT_KEYS = ("weight_decay", "schedule", "min_lr_fraction", "grad_clip")
+
+
+# ---- before training ----------------------------------------------------------------------
+def predict_run(ctx: Context) -> dict:
+    """Whole-run seconds and FLOPs from a short probe at each width (the cap is checked on it)."""
+    cfg, plan = ctx.cfg, ctx.plan
+    hp = default_hparams(cfg)
+    t0, t1 = predict_seconds(ctx, hp, plan.width), predict_seconds(ctx, hp, plan.validation_width)
+    n_stage = sum(cfg.stages.stage[s].trials for s in cfg.stages.order)
+    n_grid = cfg.validation.points * cfg.validation.seeds if cfg.validation.enabled else 0
+    tokens = int(cfg.train.tokens)
+    fam = plan.family
+    flops = tokens * ((n_stage + n_grid) * fam.flops_per_token(plan.width)
+                      + n_grid * fam.flops_per_token(plan.validation_width))
+    seconds = n_stage * t0 + n_grid * (t0 + t1)
+    return {"seconds": seconds, "device_hours": seconds / 3600, "flops": flops,
+            "trial_seconds": {str(plan.width): t0, str(plan.validation_width): t1}}
+
+
+def predict_and_check_cap(prep) -> dict | None:
+    """Refuse to start (exit 2, prediction and cap printed) when the prediction is over the cap."""
+    c = prep.cfg.cost
+    if c.max_tuning_gpu_hours is None and c.max_wall_seconds is None:
+        return None
+    ctx = Context(cfg=prep.cfg, plan=prep.plan, corpus=prep.corpus, storage=None, lock=None,
+                  run_name=prep.name, device=prep.cfg.device)
+    pred = predict_run(ctx)
+    costs.check_cap(pred["device_hours"], pred["seconds"], c)
+    return pred
+
+
+# ---- reuse --------------------------------------------------------------------------------
+def _copy_studies(src_storage, src_run: str, dst_storage, dst_run: str) -> int:
+    """Copy the finished trials of every study of `src_run` under the new run's names."""
+    n = 0
+    for s in optuna.get_all_study_summaries(src_storage, include_best_trial=False):
+        if not s.study_name.startswith(src_run + ":"):
+            continue
+        src = optuna.load_study(study_name=s.study_name, storage=src_storage)
+        dst = optuna.create_study(study_name=dst_run + s.study_name[len(src_run):],
+                                  storage=dst_storage, direction=src.direction,
+                                  load_if_exists=True)
+        trials = [t for t in src.get_trials(deepcopy=False) if t.state in FINISHED]
+        dst.add_trials(trials)
+        for k, v in src.user_attrs.items():
+            dst.set_user_attr(k, v)
+        n += len(trials)
+    return n
+
+
+def reuse_archived(prep, run_dir: Path) -> str | None:
+    """Warm-start a new run from an archived run with the same fingerprint (data only).
+
+    Archived trials are added to the new studies: a finished match re-emits only, a partial one
+    continues where it stopped. Nothing named in the archived files is imported or executed.
+    """
+    from transfer.storage import JOURNAL_FILE, make_storage
+
+    if (run_dir / JOURNAL_FILE).exists():
+        return None  # resuming this very run
+    for row in prep.archive.find(prep.fingerprint):
+        src_dir = prep.archive.run_dir(row["name"])
+        if row["name"] == prep.name or not (src_dir / JOURNAL_FILE).exists():
+            continue
+        with tempfile.TemporaryDirectory() as tmp:  # read a copy: the archive stays untouched
+            Path(tmp, JOURNAL_FILE).write_bytes((src_dir / JOURNAL_FILE).read_bytes())
+            src = make_storage({"kind": "journal"}, run_dir=Path(tmp))
+            dst = make_storage({"kind": "journal"}, run_dir=run_dir)
+            n = _copy_studies(src, row["name"], dst, prep.name)
+        return f"reuse: {n} finished trials from archived run {row['name']!r} (same fingerprint)"
+    return None
+
+
+# ---- after the stages ---------------------------------------------------------------------
+def _claim(ctx: Context, study: optuna.Study) -> bool:
+    """True for exactly one worker of the run: the one that writes the results."""
+    with ctx.lock():
+        claim = study.system_attrs.get("finalize")
+        me = owner_tag()
+        stale = claim and not claim.get("done") and time.time() - claim.get("time", 0) > 600
+        if claim and claim.get("owner") != me and not stale and socket.gethostname() not in \
+                claim.get("owner", ""):
+            return False
+        study._storage.set_study_system_attr(study._study_id, "finalize",
+                                             {"owner": me, "time": time.time(), "done": False})
+        return True
+
+
+def trials_frame(ctx: Context) -> pd.DataFrame:
+    """One row per trial of every stage and of the validation grid."""
+    rows = []
+    studies = [(name, open_study(ctx, i, name)) for i, name in enumerate(ctx.cfg.stages.order)]
+    if ctx.cfg.validation.enabled:
+        studies.append(("validation", open_validation_study(ctx)))
+    for stage, study in studies:
+        for t in study.get_trials(deepcopy=False):
+            a = t.user_attrs
+            rows.append({"stage": stage, "number": t.number, "width": a.get("width"),
+                         "state": t.state.name, "value": t.value,
+                         **{k: v for k, v in (a.get("hparams") or t.params).items()},
+                         "seconds": a.get("seconds"), "predicted_seconds":
+                             a.get("predicted_seconds"), "tokens": a.get("tokens"),
+                         "flops": a.get("flops"), "diverged": a.get("diverged"),
+                         "seed": a.get("seed"), "device": a.get("device")})
+    return pd.DataFrame(rows)
+
+
+def _measured(ctx: Context, trials: pd.DataFrame, coord_seconds: float) -> dict:
+    sweep = trials[trials.stage != "validation"]
+    val = trials[trials.stage == "validation"]
+    device = next((d for d in trials.get("device", pd.Series(dtype=str)).dropna()), "cpu")
+    return {"device": device, "n_devices": 1,
+            "sweep": {"seconds": float(sweep.seconds.fillna(0).sum()),
+                      "flops": float(sweep.flops.fillna(0).sum())},
+            "validation": {"seconds": float(val.seconds.fillna(0).sum()) + coord_seconds,
+                           "flops": float(val.flops.fillna(0).sum())}}
+
+
+def winners_for_emit(cfg, hp: dict) -> dict:
+    w = {k: hp[k] for k in ("lr", "batch_size", "warmup_fraction", "input_mult", "output_mult",
+                            "init_std", "attn_mult")}
+    w.update({k: cfg.train[k] for k in TRAIN_DEFAULT_KEYS})
+    return w
+
+
+def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: str | None = None
+             ) -> int:
+    """Validate (this worker's share), then — once per run — write every result file."""
+    cfg, archive, name = prep.cfg, prep.archive, prep.name
+    verdict = coord = None
+    coord_seconds = 0.0
+    if cfg.validation.enabled and not stopped_by_cap:
+        study = run_grid(ctx, hp)
+        if not _claim(ctx, study):
+            ctx.progress.line("validation done; another worker writes the results")
+            return EXIT_OK
+        coord = study.user_attrs.get("coord_check")
+        plots = archive.run_dir(name) / "plots"
+        if coord is None or not (plots / "coord_check.png").exists():
+            t = time.perf_counter()
+            coord = run_coord_check(ctx, hp, plots)
+            coord_seconds = time.perf_counter() - t
+            study.set_user_attr("coord_check", coord)
+        verdict = judge(ctx, study, float(hp["lr"]), coord)
+        plot_transfer(verdict, plots / "lr_transfer.png")
+    summaries = summarize(ctx)
+    trials = trials_frame(ctx)
+    validated = bool(verdict and verdict.passed)
+    c = costs.cost_report(
+        OmegaConf.to_container(cfg.model, resolve=True),
+        OmegaConf.to_container(cfg.hardware, resolve=True),
+        OmegaConf.to_container(cfg.cost, resolve=True),
+        measured=_measured(ctx, trials, coord_seconds),
+        stages=[s.to_dict() for s in summaries], stopped_by_cap=bool(stopped_by_cap),
+        cap_note=stopped_by_cap)
+    c["wall_seconds"] = time.time() - started
+    created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    extra = [{"name": "proxy_shape", "value": None, "reason": n} for n in prep.plan.notes]
+    if verdict is None:
+        extra.append({"name": "validation", "value": None,
+                      "reason": stopped_by_cap or "validation.enabled=false: nothing was checked"})
+    target = emit_target(
+        OmegaConf.to_container(cfg.model, resolve=True), base_width=prep.plan.base_width,
+        winners=winners_for_emit(cfg, hp), proxy=_proxy_block(prep),
+        validated=validated, drift_log2=None if verdict is None else verdict.drift_log2,
+        fingerprint=prep.fingerprint, budget=costs.budget_summary(c), created=created,
+        not_transferred_extra=extra)
+    _write_all(prep, trials, verdict, c, target, summaries)
+    status = "finished" if validated else ("failed" if stopped_by_cap else "rejected")
+    if verdict is None and not stopped_by_cap:
+        status = "finished"
+    archive.record({"name": name, "status": status, "winners": winners_for_emit(cfg, hp),
+                    "validated": validated, "drift_log2": None if verdict is None
+                    else verdict.drift_log2, "saved_gpu_hours": c["saved_gpu_hours"]})
+    _summary(ctx, prep, summaries, verdict, c)
+    if cfg.validation.enabled and not stopped_by_cap:
+        study._storage.set_study_system_attr(study._study_id, "finalize",
+                                             {"owner": owner_tag(), "time": time.time(),
+                                              "done": True})
+    return EXIT_OK if validated or verdict is None else EXIT_REJECTED
+
+
+def _proxy_block(prep) -> dict:
+    d = prep.plan.derived
+    return {"parametrization": prep.cfg.proxy.parametrization, "width": prep.plan.width,
+            "validation_width": prep.plan.validation_width, "n_layers": d["n_layers"],
+            "d_head": d["d_head"], "seq_len": d["seq_len"], "vocab_size": d["vocab_size"],
+            "kv_group": d["kv_group"], "data": prep.corpus.source,
+            "zero_init_query": getattr(prep.plan.family, "zero_init_query", True),
+            "readout_zero_init": getattr(prep.plan.family, "readout_zero_init", True)}
+
+
+def _write_all(prep, trials, verdict, cost, target, summaries) -> None:
+    from transfer.emit import dump_yaml
+
+    a, name, cfg = prep.archive, prep.name, prep.cfg
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain["derived"] = prep.plan.derived
+    a.write_yaml(name, "config.yaml", plain)
+    a.write_text(name, "trials.csv", trials.to_csv(index=False))
+    if verdict is not None:
+        a.write_json(name, "validation.json", verdict.to_dict())
+    a.write_json(name, "cost.json", cost)
+    with tempfile.TemporaryDirectory() as tmp:
+        dump_yaml(target, Path(tmp) / "target.yaml")
+        a.copy_into(name, "target.yaml", Path(tmp) / "target.yaml")
+        if hasattr(prep.plan.family, "save_base_shapes") and cfg.proxy.parametrization == "mup":
+            prep.plan.family.save_base_shapes(Path(tmp) / "base_shapes.bsh")
+            a.copy_into(name, "base_shapes.bsh", Path(tmp) / "base_shapes.bsh")
+    plots = [p for p in ("plots/lr_transfer.png", "plots/coord_check.png")
+             if (a.run_dir(name) / p).exists()]
+    report = render_report(name=name, cfg=plain, stages=[s.to_dict() for s in summaries],
+                           validation=None if verdict is None else verdict.to_dict(),
+                           target=target, cost=cost, plots=plots)
+    a.write_text(name, "report.md", report)
+
+
+def _summary(ctx, prep, summaries, verdict, cost) -> None:
+    out = ctx.progress.line
+    out(f"\n== {prep.name}  ({prep.archive.run_dir(prep.name)})")
+    for s in summaries:
+        best = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                         for k, v in s.best_params.items())
+        out(f"   {s.name:<12} {s.complete}/{s.trials} complete, {s.pruned} pruned  "
+            f"best {s.best_value if s.best_value is None else round(s.best_value, 4)}  {best}")
+    if verdict is not None:
+        w0, w1 = verdict.widths
+        out(f"   validation   {'PASSED' if verdict.passed else 'REJECTED'}: drift "
+            f"{verdict.drift_log2:+.2f} log2(lr) ({w0}→{w1}, tol ±{verdict.tolerance_log2}), "
+            f"gap {verdict.loss_gap:.2%}, coord slope {verdict.coord_check['max_abs_slope']:.2f}")
+        for r in verdict.reasons:
+            out(f"     - {r}")
+    out(f"   target run   {cost['target']['gpu_hours']:.3g} GPU-h on {cost['target']['hardware']}"
+        f"; tuning {cost['tuning']['gpu_hours']:.3g} GPU-h-equivalent "
+        f"({cost['tuning_fraction']:.2e} of it); saved {cost['saved_gpu_hours']:.3g} GPU-h")
+    out("   not transferred by μP: regularisation; batch size, warmup and token horizon only "
+        "empirically; see target.yaml provenance")
+
+

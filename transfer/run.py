@@ -1,0 +1,160 @@
+"""The end-to-end job behind `python -m transfer.sweep`, as a plain function of the config.
+
+config → proxy family → stage studies → validator → emitted config + cost → archive. Everything
+that can be wrong with the input is checked before the archive is touched.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import optuna
+from omegaconf import DictConfig, OmegaConf
+
+from transfer.archive import Archive, code_version, fingerprint, library_versions
+from transfer.config import check_config
+from transfer.data import load_corpus
+from transfer.errors import UserError
+from transfer.family import ProxyPlan, instantiate_family, plan_proxies
+from transfer.locks import run_lock
+from transfer.progress import Progress
+from transfer.stages import Context, run_stages
+from transfer.storage import make_storage
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+@dataclass
+class Prepared:
+    cfg: DictConfig
+    plan: ProxyPlan
+    corpus: object
+    fingerprint: str
+    name: str
+    archive: Archive
+
+
+def prepare(cfg: DictConfig) -> Prepared:
+    """Validate everything a user can get wrong; touches nothing on disk."""
+    check_config(cfg)
+    plan = plan_proxies(cfg)
+    data = {k: v for k, v in OmegaConf.to_container(cfg.data, resolve=True).items()}
+    corpus = load_corpus(**data)
+    plan = instantiate_family(cfg, plan, corpus.vocab_size)
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain["derived"] = plan.derived
+    fp = fingerprint(plain, data_hash=corpus.content_hash, versions=library_versions())
+    name = cfg.name or f"{cfg.model.name}-{cfg.proxy.parametrization}-{cfg.budget}-{fp[:8]}"
+    archive = Archive(Path(cfg.archive_dir).expanduser())
+    _check_writable(archive.root)
+    return Prepared(cfg, plan, corpus, fp, name, archive)
+
+
+def _check_writable(root: Path) -> None:
+    probe = root
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"archive_dir={str(root)!r} is not writable; pass archive_dir=<a folder "
+                        "you can write>")
+
+
+def make_context(prep: Prepared, storage, *, worker: int = 0) -> Context:
+    cfg = prep.cfg
+    run_dir = prep.archive.run_dir(prep.name)
+    url = None
+    if cfg.storage.kind == "postgres":
+        from transfer.storage import storage_url
+
+        url = storage_url(cfg.storage)
+    ctx = Context(cfg=cfg, plan=prep.plan, corpus=prep.corpus, storage=storage,
+                  lock=run_lock(cfg.storage.kind, run_dir=run_dir, url=url, name=prep.name),
+                  run_name=prep.name, device=cfg.device,
+                  progress=Progress(cfg.progress if worker == 0 else "off"), worker=worker)
+    ctx.spent = lambda: spent(ctx)
+    return ctx
+
+
+def spent(ctx: Context) -> tuple[float, float]:
+    """(wall seconds, target GPU-hours) of every trial of this run so far, all workers."""
+    seconds = flops = 0.0
+    for s in optuna.get_all_study_summaries(ctx.storage, include_best_trial=False):
+        if not s.study_name.startswith(ctx.run_name + ":"):
+            continue
+        study = optuna.load_study(study_name=s.study_name, storage=ctx.storage)
+        for t in study.get_trials(deepcopy=False):
+            seconds += t.user_attrs.get("seconds", 0.0)
+            flops += t.user_attrs.get("flops", 0.0)
+    hw = ctx.cfg.hardware
+    return seconds, flops / (hw.peak_flops * hw.utilization) / 3600
+
+
+def _worker_main(cfg_container: dict, worker: int) -> None:
+    """A worker process on the same machine: same stages, same studies, no finalisation."""
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // cfg_container["workers"]))
+    cfg = OmegaConf.create(cfg_container)
+    prep = prepare(cfg)
+    storage = make_storage(cfg.storage, run_dir=prep.archive.run_dir(prep.name))
+    ctx = make_context(prep, storage, worker=worker)
+    try:
+        hp = run_stages(ctx)
+        from transfer.validator import run_grid
+
+        if cfg.validation.enabled:
+            run_grid(ctx, hp)
+    except UserError as e:
+        print(f"worker {worker}: {e}", file=sys.stderr)
+
+
+def start_workers(cfg: DictConfig) -> list[mp.Process]:
+    if cfg.workers <= 1:
+        return []
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // cfg.workers))
+    container = OmegaConf.to_container(cfg, resolve=True)
+    spawn = mp.get_context("spawn")
+    procs = [spawn.Process(target=_worker_main, args=(container, i), daemon=False)
+             for i in range(1, cfg.workers)]
+    for p in procs:
+        p.start()
+    return procs
+
+
+def run_sweep(cfg: DictConfig) -> int:
+    """The whole job; returns the exit code (0 validated, 3 rejected). Raises UserError."""
+    from transfer.finalize import finalize, predict_and_check_cap, reuse_archived
+
+    started = time.time()
+    prep = prepare(cfg)
+    storage = None
+    if cfg.storage.kind == "postgres":  # connect before creating anything in the archive
+        storage = make_storage(cfg.storage, run_dir=prep.archive.run_dir(prep.name))
+    predict_and_check_cap(prep)  # refuses to start over the cap, before the archive is touched
+    run_dir = prep.archive.create_run(
+        prep.name, fingerprint=prep.fingerprint, model=cfg.model.name,
+        parametrization=cfg.proxy.parametrization,
+        proxy_widths=[prep.plan.width, prep.plan.validation_width], code_version=code_version())
+    if storage is None:
+        reused = reuse_archived(prep, run_dir) if cfg.reuse == "auto" else None
+        storage = make_storage(cfg.storage, run_dir=run_dir)
+    else:
+        reused = None
+    ctx = make_context(prep, storage)
+    if reused:
+        ctx.progress.line(reused)
+    procs = start_workers(cfg)
+    try:
+        hp = run_stages(ctx)
+        code = finalize(prep, ctx, hp, started=started)
+    finally:
+        for p in procs:
+            p.join()
+    return code
