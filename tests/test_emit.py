@@ -1,0 +1,212 @@
+"""transfer.emit: every emitted value against the μP formulas (Tensor Programs V, Table 3, Adam)
+for two target sizes, the train block's arithmetic, provenance honesty and the YAML file."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from transfer import cost, emit
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+BASE_WIDTH = 128
+# Deliberately unlike each other and unlike the defaults, so a swapped field shows up.
+WINNERS = {"lr": 3e-3, "batch_size": 32, "warmup_fraction": 0.07, "input_mult": 0.5,
+           "output_mult": 2.0, "init_std": 0.03, "attn_mult": 1.5, "weight_decay": 0.1,
+           "schedule": "cosine", "min_lr_fraction": 0.1, "grad_clip": 1.0}
+PROXY = {"parametrization": "mup", "width": 128, "validation_width": 512, "n_layers": 2,
+         "d_head": 16, "seq_len": 128, "vocab_size": 256, "data": "stdlib", "kv_group": 1,
+         "tokens_per_trial": 307200}
+
+
+def load_model(name: str) -> dict:
+    return yaml.safe_load((CONF / "model" / f"{name}.yaml").read_text())
+
+
+def make(name: str = "7b", *, validated: bool = True, proxy: dict | None = None,
+         **kw) -> dict:
+    return emit.emit_target(load_model(name), base_width=BASE_WIDTH, winners=WINNERS,
+                            proxy=proxy or PROXY, validated=validated, drift_log2=0.12,
+                            fingerprint="f00d", budget={"gpu_hours": 1.0},
+                            created="2025-01-01T00:00:00+00:00", **kw)
+
+
+def groups(t: dict) -> dict:
+    return {g["name"]: g for g in t["param_groups"]}
+
+
+# ---- μP values at the target, for two sizes -------------------------------------------------
+@pytest.mark.parametrize("name", ["3b", "7b"])
+def test_mup_block_follows_the_formulas(name):
+    m, t = load_model(name), make(name)
+    mult = m["d_model"] / BASE_WIDTH  # 3b: 24, 7b: 32
+    d_head = m["d_model"] // m["n_heads"]  # 128 for both
+    mup = t["mup"]
+    assert mup["base_width"] == BASE_WIDTH and mup["target_width"] == m["d_model"]
+    assert mup["width_mult"] == pytest.approx(mult)
+    assert mup["input_mult"] == 0.5 and mup["output_mult"] == 2.0
+    assert mup["logits_scale"] == pytest.approx(2.0 / mult)
+    assert mup["d_head"] == d_head
+    assert mup["attn_scale"] == pytest.approx(1.5 / d_head)  # 1/d, not 1/sqrt(d), and target's
+
+
+@pytest.mark.parametrize("name", ["3b", "7b"])
+def test_param_groups_follow_the_adam_table(name):
+    m = load_model(name)
+    mult = m["d_model"] / BASE_WIDTH
+    g = groups(make(name))
+    assert list(g) == ["hidden", "embedding", "readout", "vector"]
+    assert g["hidden"]["lr"] == pytest.approx(3e-3 / mult)
+    assert g["hidden"]["init_std"] == pytest.approx(0.03 / math.sqrt(mult))
+    assert g["hidden"]["weight_decay"] == pytest.approx(0.1 * mult)
+    # decoupled AdamW shrinks by lr·wd per step: width-independent for hidden matrices
+    assert g["hidden"]["lr"] * g["hidden"]["weight_decay"] == pytest.approx(3e-3 * 0.1)
+    for k in ("embedding", "readout", "vector"):
+        assert g[k]["lr"] == 3e-3  # vector-like: unchanged with width
+    assert g["embedding"]["init_std"] == 0.03 and g["embedding"]["weight_decay"] == 0.1
+    assert g["readout"]["weight_decay"] == 0.1
+    assert g["readout"]["logits_scale"] == pytest.approx(2.0 / mult)
+    assert g["vector"]["init"] == "ones" and g["vector"]["init_std"] is None
+    assert g["vector"]["weight_decay"] == 0.0
+
+
+def test_untied_readout_is_zero_initialised_by_default():
+    g = groups(make("7b"))
+    assert g["readout"]["init_std"] == 0.0 and "tied_to" not in g["readout"]
+
+
+def test_untied_readout_without_zero_init_keeps_base_sigma_under_mup():
+    g = groups(make("7b", proxy=dict(PROXY, readout_zero_init=False)))
+    assert g["readout"]["init_std"] == 0.03  # μP: constant; the 1/width_mult is in logits_scale
+
+
+def test_tied_readout_shares_the_embedding_table():
+    g = groups(make("3b"))  # Llama 3.2 3B ties its embeddings
+    assert g["readout"]["tied_to"] == "embedding"
+    assert g["readout"]["init_std"] == g["embedding"]["init_std"]
+
+
+def test_zero_init_query_is_stated_when_the_proxy_used_it():
+    assert groups(make())["hidden"]["zero_init"] == ["attention q"]
+    assert "zero_init" not in groups(make(proxy=dict(PROXY, zero_init_query=False)))["hidden"]
+
+
+def test_at_base_width_mup_values_equal_the_tuned_ones():
+    tiny = load_model("tiny")  # d_model 256
+    t = emit.emit_target(tiny, base_width=256, winners=WINNERS, proxy=PROXY, validated=True,
+                         drift_log2=0.0, fingerprint="x", budget={}, created="now")
+    g = groups(t)
+    assert g["hidden"]["lr"] == 3e-3 and g["hidden"]["init_std"] == 0.03
+    assert t["mup"]["logits_scale"] == 2.0
+
+
+# ---- SP and validation ---------------------------------------------------------------------
+def test_sp_proxy_emits_naive_values_and_is_never_validated():
+    t = make("7b", proxy=dict(PROXY, parametrization="sp"), validated=True)
+    assert t["provenance"]["validated"] is False
+    assert "sp" in t["provenance"]["warning"] and "do not transfer" in t["provenance"]["warning"]
+    assert list(t["provenance"])[:2] == ["validated", "warning"]
+    g = groups(t)
+    assert g["hidden"]["lr"] == 3e-3  # plain AdamW: no width scaling
+    assert t["mup"]["attn_scale"] == pytest.approx(1.5 / math.sqrt(128))
+    assert t["mup"]["logits_scale"] == 2.0
+
+
+def test_unvalidated_transfer_is_flagged_at_the_top_of_provenance():
+    t = make(validated=False)
+    assert list(t["provenance"])[:2] == ["validated", "warning"]
+    assert t["provenance"]["validated"] is False and "not validated" in t["provenance"]["warning"]
+    ok = make(validated=True)["provenance"]
+    assert ok["validated"] is True and ok["warning"] is None
+
+
+# ---- train block ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["3b", "7b"])
+def test_train_block_arithmetic(name):
+    m, tr = load_model(name), make(name)["train"]
+    assert tr["lr"] == 3e-3 and tr["batch_size"] == 32  # base lr as tuned; sequences as tuned
+    assert tr["batch_tokens"] == 32 * m["seq_len"]
+    assert tr["total_tokens"] == float(m["train_tokens"])
+    assert abs(tr["total_steps"] * tr["batch_tokens"] - tr["total_tokens"]) <= tr["batch_tokens"]
+    assert tr["warmup_steps"] == round(0.07 * tr["total_steps"])
+    assert tr["schedule"] == "cosine" and tr["min_lr_fraction"] == 0.1
+
+
+def test_7b_steps_by_hand():
+    tr = make("7b")["train"]
+    # 2e12 tokens / (32 × 4096 = 131,072 tokens per batch) = 15,258,789.06 → 15,258,789 steps
+    assert tr["batch_tokens"] == 131_072 and tr["total_steps"] == 15_258_789
+    assert tr["warmup_steps"] == 1_068_115  # 0.07 × 15,258,789 = 1,068,115.23
+
+
+# ---- model block and provenance ------------------------------------------------------------
+@pytest.mark.parametrize("name", ["3b", "7b"])
+def test_model_block_counts_parameters(name):
+    m, t = load_model(name), make(name)
+    counts = cost.target_params(m)
+    assert t["model"]["n_params"] == counts["n_params"]
+    assert t["model"]["d_model"] == m["d_model"] and t["model"]["n_layers"] == m["n_layers"]
+
+
+def test_not_transferred_names_every_caveat():
+    names = [i["name"] for i in make()["provenance"]["not_transferred"]]
+    for required in ("weight_decay", "batch_size", "warmup_fraction", "token_horizon", "data",
+                     "depth", "seq_len", "attn_scale"):
+        assert required in names
+    reasons = " ".join(i["reason"] for i in make()["provenance"]["not_transferred"])
+    assert "regularisation does not transfer" in reasons and "only empirically" in reasons
+
+
+def test_not_transferred_extra_is_appended():
+    t = make(not_transferred_extra=[{"name": "proxy_shape", "value": None, "reason": "r1"}, "r2"])
+    items = t["provenance"]["not_transferred"]
+    assert items[-2]["reason"] == "r1" and items[-1]["reason"] == "r2"
+
+
+def test_provenance_records_the_proxy_and_run():
+    p = make()["provenance"]
+    assert p["fingerprint"] == "f00d" and p["drift_log2"] == 0.12
+    assert p["proxy"]["width"] == 128 and p["proxy"]["base_width"] == BASE_WIDTH
+    assert [x["name"] for x in p["transferred"]] == ["lr", "init_std", "input_mult",
+                                                      "output_mult", "attn_mult"]
+
+
+def test_missing_winner_names_the_key():
+    w = {k: v for k, v in WINNERS.items() if k != "attn_mult"}
+    with pytest.raises(ValueError, match="attn_mult"):
+        emit.emit_target(load_model("7b"), base_width=64, winners=w, proxy=PROXY,
+                         validated=True, drift_log2=None, fingerprint="x", budget={},
+                         created="now")
+
+
+# ---- the YAML file -------------------------------------------------------------------------
+def test_dump_yaml_round_trips_in_key_order(tmp_path):
+    t = make()
+    path = tmp_path / "target.yaml"
+    emit.dump_yaml(t, path)
+    text = path.read_text()
+    assert text.startswith("# ")
+    back = yaml.safe_load(text)
+    assert back == t
+    assert list(back) == ["model", "mup", "param_groups", "train", "budget", "provenance"]
+
+
+def test_dump_yaml_warns_in_the_header_when_not_validated():
+    s = io.StringIO()
+    emit.dump_yaml(make(validated=False), s)
+    header = [line for line in s.getvalue().splitlines() if line.startswith("#")]
+    assert any("WARNING" in line and "validated is false" in line for line in header)
+    s = io.StringIO()
+    emit.dump_yaml(make(validated=True), s)
+    assert "WARNING" not in s.getvalue()
+
+
+def test_dump_yaml_is_stable():
+    a, b = io.StringIO(), io.StringIO()
+    emit.dump_yaml(make(), a)
+    emit.dump_yaml(make(), b)
+    assert a.getvalue() == b.getvalue()

@@ -1,0 +1,139 @@
+"""transfer.report: every section is there and shows the numbers it was given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from transfer import cost, emit, report
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+SECTIONS = ("## What was swept", "## Winners per stage", "## Verdict", "## Plots",
+            "## Emitted values", "## Budget", "## Not transferred")
+
+
+def load(group: str, name: str) -> dict:
+    return yaml.safe_load((CONF / group / f"{name}.yaml").read_text())
+
+
+CFG = {"model": {"name": "7b"}, "budget": "default", "data": {"kind": "stdlib"},
+       "proxy": {"parametrization": "mup", "width": 64, "validation_width": 256,
+                 "size": "cpu"},
+       "train": {"tokens": 307200},
+       "stages": {"stage": {
+           "lr": {"trials": 8, "params": {"lr": {"type": "float", "low": 3e-4, "high": 0.1,
+                                                 "log": True}}},
+           "batch_size": {"trials": 4, "params": {"batch_size": {
+               "type": "categorical", "choices": [8, 16, 32, 64]}}}}},
+       "validation": {"max_gap": 0.01, "coord_max_slope": 0.25}}
+STAGES = [{"name": "lr", "trials": 8, "complete": 6, "pruned": 2, "failed": 0,
+           "best_value": 2.3456, "best_params": {"lr": 0.0123}, "seconds": 310.0,
+           "predicted_seconds": 300.0, "measured_seconds": 310.0},
+          {"name": "batch_size", "trials": 4, "complete": 4, "pruned": 0, "failed": 0,
+           "best_value": 2.2222, "best_params": {"batch_size": 32}, "seconds": 160.0,
+           "predicted_seconds": 150.0, "measured_seconds": 160.0}]
+VALIDATION = {"passed": True, "widths": [64, 256], "best_log2_lr": {64: -6.25, 256: -6.0},
+              "drift_log2": 0.25, "tolerance_log2": 0.5, "loss_at_transferred": 2.101,
+              "loss_best_w1": 2.099, "loss_gap": 0.00095, "noise": 0.0031, "edge_hit": False,
+              "coord_check": {"passed": True, "max_abs_slope": 0.0734},
+              "reasons": ["drift within tolerance"]}
+WINNERS = {"lr": 0.0123, "batch_size": 32, "warmup_fraction": 0.05, "input_mult": 1.0,
+           "output_mult": 1.0, "init_std": 0.02, "attn_mult": 1.0, "weight_decay": 0.0,
+           "schedule": "cosine"}
+PROXY = {"parametrization": "mup", "width": 64, "validation_width": 256, "n_layers": 2,
+         "d_head": 16, "seq_len": 128, "vocab_size": 256, "data": "stdlib", "kv_group": 1}
+
+
+def _cost() -> dict:
+    conf = {"n_gpus": 256, "buffer": 0.3, "naive_token_fraction": 0.01,
+            "max_tuning_gpu_hours": 2.0, "max_wall_seconds": None}
+    measured = {"device": "cpu", "sweep": {"seconds": 470.0, "flops": 2e14},
+                "validation": {"seconds": 300.0, "flops": 1e14}}
+    return cost.cost_report(load("model", "7b"), load("hardware", "h100"), conf,
+                            measured=measured, stages=STAGES)
+
+
+def render(validation=VALIDATION, validated=True) -> str:
+    c = _cost()
+    target = emit.emit_target(load("model", "7b"), base_width=64, winners=WINNERS, proxy=PROXY,
+                              validated=validated, drift_log2=0.25, fingerprint="abc123",
+                              budget=cost.budget_summary(c), created="2025-01-01")
+    return report.render_report(name="7b-mup-abc", cfg=CFG, stages=STAGES,
+                                validation=validation, target=target, cost=c,
+                                plots=["plots/lr_transfer.png", "plots/coord_check.png"])
+
+
+@pytest.fixture(scope="module")
+def md() -> str:
+    return render()
+
+
+def test_every_section_in_order(md):
+    positions = [md.index(s) for s in SECTIONS]
+    assert positions == sorted(positions)
+    assert md.startswith("# Sweep `7b-mup-abc`")
+
+
+def test_what_was_swept(md):
+    assert "lr ∈ [0.0003, 0.1], log" in md
+    assert "batch_size ∈ {8, 16, 32, 64}" in md
+    assert "| lr | lr ∈ [0.0003, 0.1], log | 8 | 6 | 2 | 0 | 310 |" in md
+    assert "stages at width 64, validation at width 256" in md
+
+
+def test_winners_per_stage(md):
+    assert "| lr | 2.346 | lr=0.0123 |" in md
+    assert "| batch_size | 2.222 | batch_size=32 |" in md
+
+
+def test_verdict_numbers(md):
+    assert "**PASSED**" in md
+    assert "| lr drift (log2) | 0.25 | ±0.5 | yes |" in md
+    assert "| loss gap at transferred lr | 0.00095 | 0.01 | yes |" in md
+    assert "| coord check max abs slope | 0.0734 | 0.25 | yes |" in md
+    assert "| 256 | -6 | 0.01562 |" in md  # 2^-6
+    assert "- drift within tolerance" in md
+
+
+def test_plots_are_relative_links(md):
+    assert "![lr_transfer.png](plots/lr_transfer.png)" in md
+    assert "![coord_check.png](plots/coord_check.png)" in md
+
+
+def test_emitted_param_groups(md):
+    # 7b over base 64: width_mult 64, hidden lr 0.0123/64, hidden σ 0.02/8
+    assert "| hidden | 0.0001922 | 0.0025 | 0 | zero_init=attention q |" in md
+    assert "| readout | 0.0123 | 0 | 0 | logits_scale=0.01562 |" in md
+    assert "| width_mult | 64 |" in md and "| attn_scale | 0.007812 |" in md
+
+
+def test_budget_table(md):
+    assert "| target pretraining: h100 GPU-hours | 64,721 |" in md
+    assert "| target pretraining: h100 GPU-hours with buffer | 84,137 |" in md
+    assert "| tuning as run: seconds on cpu | 770 |" in md
+    assert "naive search on the target: 12 trials" in md
+    assert "| saved h100 GPU-hours (naive − tuning) | 7,767 |" in md  # 12 × 647.2 − ~0
+    assert "| lr | 8 | 300 | 310 | -3.226 % |" in md
+    assert "Spending cap: 2 device-hours" in md and "exceeded: no" in md
+
+
+def test_not_transferred(md):
+    section = md[md.index("## Not transferred"):]
+    for name in ("weight_decay", "batch_size", "warmup_fraction", "token_horizon", "depth"):
+        assert f"**{name}**" in section
+    assert "regularisation does not transfer" in section
+
+
+def test_rejected_and_unvalidated_runs_say_so():
+    rejected = render(dict(VALIDATION, passed=False, reasons=["drift 0.9 > 0.5"]),
+                      validated=False)
+    assert "**REJECTED**" in rejected and "- drift 0.9 > 0.5" in rejected
+    assert "> **validated: false**" in rejected
+    missing = render(None, validated=False)
+    assert "Validation did not run" in missing and "verdict **NOT VALIDATED**" in missing
+
+
+def test_table_cells_cannot_break_the_table():
+    assert report._table(["a"], [("x | y",)]).splitlines()[-1] == "| x \\| y |"
