@@ -1,0 +1,3 @@
+from transfer.archive.cli import main
+
+raise SystemExit(main())
