@@ -1,0 +1,119 @@
+"""Shared test infrastructure: a real, throwaway PostgreSQL server for the storage tests.
+
+Fixtures for one module's tests live in that module; only what several modules share is here.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+PG_USER = "transfer"  # database superuser inside the throwaway cluster
+PG_OS_USER = "transfer_pg"  # initdb refuses to run as root; as root we run the server as this
+
+
+def find_postgres_bin() -> Path | None:
+    """The folder holding `initdb` and `pg_ctl`: on PATH, else Debian's versioned folders."""
+    on_path = shutil.which("initdb")
+    if on_path and shutil.which("pg_ctl"):
+        return Path(os.path.realpath(on_path)).parent
+    # Debian/Ubuntu keep server binaries off PATH; prefer the newest major version.
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=_major_version)
+    return Path(found[-1]).parent if found else None
+
+
+def _major_version(initdb: str) -> int:
+    name = Path(initdb).parents[1].name  # /usr/lib/postgresql/<major>/bin/initdb
+    return int(name) if name.isdigit() else 0
+
+
+def postgres_required() -> bool:
+    """CI sets CI_REQUIRE_POSTGRES=1 so that missing binaries fail instead of skipping."""
+    return os.environ.get("CI_REQUIRE_POSTGRES") == "1"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _as_server_user() -> list[str]:
+    """Command prefix that runs a server binary as an unprivileged user when we are root."""
+    if os.geteuid() != 0:
+        return []
+    if subprocess.run(["id", "-u", PG_OS_USER], check=False,
+                      capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                        PG_OS_USER], check=True, capture_output=True)
+    return ["runuser", "-u", PG_OS_USER, "--"]
+
+
+def _run(cmd: list[str], cwd: Path) -> None:
+    done = subprocess.run(cmd, check=False, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}"
+                           f"{done.stderr}")
+
+
+@pytest.fixture(scope="session")
+def postgres_bin() -> Path | None:
+    return find_postgres_bin()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(postgres_bin: Path | None) -> Iterator[tuple[Path, int]]:
+    """Start PostgreSQL on 127.0.0.1:<free port> in a temp folder; yield (bin dir, port)."""
+    if postgres_bin is None:
+        msg = ("PostgreSQL server binaries (initdb, pg_ctl) not found on PATH or in "
+               "/usr/lib/postgresql/*/bin: apt-get install -y postgresql")
+        if postgres_required():
+            pytest.fail(msg + " (required: CI_REQUIRE_POSTGRES=1)")
+        pytest.skip(msg)
+    # Not pytest's tmp_path: its parents are 0700 root and the server user must reach the folder.
+    root = Path(tempfile.mkdtemp(prefix="transfer-pg-"))
+    prefix = _as_server_user()
+    if prefix:
+        shutil.chown(root, user=PG_OS_USER)
+    data, port = root / "data", _free_port()
+    _run(prefix + [str(postgres_bin / "initdb"), "-D", str(data), "-U", PG_USER,
+                   "--auth=trust", "--no-sync", "-E", "UTF8"], cwd=root)
+    # Durability off: the cluster dies with the test session, speed is all that matters.
+    opts = (f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off")
+    _run(prefix + [str(postgres_bin / "pg_ctl"), "-D", str(data), "-l", str(root / "log"),
+                   "-o", opts, "-w", "-t", "30", "start"], cwd=root)
+    try:
+        yield postgres_bin, port
+    finally:
+        subprocess.run(prefix + [str(postgres_bin / "pg_ctl"), "-D", str(data), "-m",
+                                 "immediate", "-w", "stop"], check=False, cwd=root,
+                       capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def make_postgres_db(postgres_server: tuple[Path, int]) -> Callable[[str], str]:
+    """Create an empty database by name on the session server; return its URL."""
+    bin_dir, port = postgres_server
+
+    def create(name: str) -> str:
+        _run([str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER,
+              name], cwd=Path(tempfile.gettempdir()))
+        return f"postgresql://{PG_USER}@127.0.0.1:{port}/{name}"
+
+    return create
+
+
+@pytest.fixture(scope="session")
+def postgres_url(make_postgres_db: Callable[[str], str]) -> str:
+    """postgresql://transfer@127.0.0.1:<port>/transfer_test on a real, throwaway server."""
+    return make_postgres_db("transfer_test")
