@@ -8,7 +8,6 @@ a spending cap is checked against, and reuse of an archived run with the same fi
 from __future__ import annotations
 
 import datetime as dt
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -114,16 +113,15 @@ def reuse_archived(prep, run_dir: Path) -> str | None:
 
 # ---- after the stages ---------------------------------------------------------------------
 def _claim(ctx: Context, study: optuna.Study) -> bool:
-    """True for exactly one worker of the run: the one that writes the results."""
+    """True for exactly one live worker of the run: the one that writes the results."""
+    me = owner_tag()
     with ctx.lock():
-        claim = study.system_attrs.get("finalize")
-        me = owner_tag()
-        stale = claim and not claim.get("done") and time.time() - claim.get("time", 0) > 600
-        if claim and claim.get("owner") != me and not stale and socket.gethostname() not in \
-                claim.get("owner", ""):
-            return False
-        study._storage.set_study_system_attr(study._study_id, "finalize",
-                                             {"owner": me, "time": time.time(), "done": False})
+        claim = study.user_attrs.get("finalize")
+        if claim and claim["owner"] != me and _owner_alive(claim["owner"]):
+            stale = not claim["done"] and time.time() - claim["time"] > 600
+            if not stale:
+                return False
+        study.set_user_attr("finalize", {"owner": me, "time": time.time(), "done": False})
         return True
 
 
@@ -215,9 +213,7 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
                     else verdict.drift_log2, "saved_gpu_hours": c["saved_gpu_hours"]})
     _summary(ctx, prep, summaries, verdict, c)
     if cfg.validation.enabled and not stopped_by_cap:
-        study._storage.set_study_system_attr(study._study_id, "finalize",
-                                             {"owner": owner_tag(), "time": time.time(),
-                                              "done": True})
+        study.set_user_attr("finalize", {"owner": owner_tag(), "time": time.time(), "done": True})
     return EXIT_OK if validated or verdict is None else EXIT_REJECTED
 
 
