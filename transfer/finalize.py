@@ -23,6 +23,7 @@ from transfer.report import render_report
 from transfer.stages import (
     FINISHED,
     Context,
+    _owner_alive,
     default_hparams,
     open_study,
     owner_tag,

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import optuna
 from optuna.trial import TrialState
-from transfer.coord import coord_check, plot_coord
 
+from transfer.coord import coord_check, plot_coord
 from transfer.fit import fit_optimum
 from transfer.stages import Context, run_one, take_trial
 
