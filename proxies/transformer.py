@@ -244,6 +244,8 @@ class TransformerFamily:
         """
         self.check_width(width)
         model = self._skeleton(width).to_empty(device=device)
+        if self.tied_embeddings:  # to_empty allocates every parameter anew, breaking the tie
+            model.readout.weight = model.tok_emb.weight
         base = self._skeleton(self.base_width)
         if self.parametrization == "mup":
             set_base_shapes(model, self.base_shapes(), rescale_params=False)
