@@ -1,0 +1,129 @@
+"""transfer.coord: the numeric coordinate check separates μP from SP."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+import torch
+from mup import MuReadout, set_base_shapes
+from torch import nn
+
+from proxies import TransformerFamily
+from transfer.coord import LOGITS, coord_check, module_kind, plot_coord
+from transfer.data import stdlib_corpus
+
+WIDTHS = [32, 64, 128, 256]
+MAX_SLOPE = 0.25  # |d log2(l1) / d log2(width)|: 0.25 allows ×1.19 per doubling of width
+SP_MIN_LOGITS_SLOPE = 0.5  # SP+Adam at a fixed lr: logits grow ~∝ width (slope ≈ 1)
+TINY = dict(n_layers=1, d_head=8, seq_len=32, base_width=32)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return stdlib_corpus()
+
+
+@pytest.fixture(scope="module")
+def mup_result(corpus):
+    fam = TransformerFamily(**TINY, parametrization="mup")
+    return coord_check(fam, widths=WIDTHS, corpus=corpus, steps=4, max_slope=MAX_SLOPE)
+
+
+@pytest.fixture(scope="module")
+def sp_result(corpus):
+    fam = TransformerFamily(**TINY, parametrization="sp")
+    return coord_check(fam, widths=WIDTHS, corpus=corpus, steps=4, max_slope=MAX_SLOPE)
+
+
+def test_mup_activation_sizes_stay_flat_with_width(mup_result):
+    assert mup_result.passed, mup_result.slopes
+    assert mup_result.max_abs_slope <= MAX_SLOPE
+    assert abs(mup_result.logits_slope) <= MAX_SLOPE
+
+
+def test_mup_check_covers_embedding_blocks_and_logits(mup_result):
+    kinds = set(mup_result.slopes)
+    assert {"tok_emb", "blocks.*", "blocks.*.mlp.up", "readout", LOGITS} <= kinds
+
+
+def test_sp_logits_grow_with_width_at_a_fixed_learning_rate(sp_result):
+    assert sp_result.logits_slope >= SP_MIN_LOGITS_SLOPE
+    assert not sp_result.passed
+
+
+def test_check_leaves_the_global_rng_untouched(corpus):
+    state = torch.random.get_rng_state()
+    coord_check(TransformerFamily(**TINY), widths=[32, 64], corpus=corpus, steps=2)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_to_dict_is_json_ready_and_agrees_with_the_fields(mup_result):
+    d = json.loads(json.dumps(mup_result.to_dict()))
+    assert set(d) == {"passed", "max_abs_slope", "logits_slope", "slopes", "widths", "steps"}
+    assert d["widths"] == WIDTHS and d["steps"] == 4
+    assert d["max_abs_slope"] == max(abs(s) for s in d["slopes"].values())
+
+
+def test_plot_writes_a_png(sp_result, tmp_path):
+    path = plot_coord(sp_result, tmp_path / "coord" / "sp.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_module_kinds_merge_layers():
+    assert module_kind("blocks.11.attn.q") == "blocks.*.attn.q"
+    assert module_kind("blocks.0") == "blocks.*"
+    assert module_kind("") == LOGITS
+    assert module_kind("tok_emb") == "tok_emb"
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(widths=[64]), "at least two distinct widths"),
+    (dict(widths=[32, 64], steps=0), "steps must be >= 1"),
+    (dict(widths=[32, 36]), "multiple of 8"),
+])
+def test_bad_arguments_raise_value_error(kwargs, match, corpus):
+    with pytest.raises(ValueError, match=match):
+        coord_check(TransformerFamily(**TINY), corpus=corpus, **kwargs)
+
+
+class _TinyLM(nn.Module):
+    """A user-defined μP model: embedding -> one hidden matrix -> MuReadout.
+
+    The readout starts at zero, as μP recommends: a random readout gives logits that shrink
+    ∝ 1/sqrt(width) at init, a (harmless) negative slope the check would report.
+    """
+
+    def __init__(self, width: int, vocab: int):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, width)
+        self.hidden = nn.Linear(width, width, bias=False)
+        self.readout = MuReadout(width, vocab, bias=False, readout_zero_init=True)
+
+    def forward(self, tokens):  # (B, T) -> (B, T, V)
+        return self.readout(torch.relu(self.hidden(self.emb(tokens))))
+
+
+@dataclass(frozen=True)
+class _CustomFamily:
+    """Only what coord_check needs: build(width, seed=), parametrization, seq_len, vocab_size."""
+
+    parametrization: str = "mup"
+    seq_len: int = 16
+    vocab_size: int = 256
+    base_width: int = 32
+
+    def build(self, width: int, *, seed: int = 0) -> nn.Module:
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            model = _TinyLM(width, self.vocab_size)
+            base = _TinyLM(self.base_width, self.vocab_size)
+            delta = _TinyLM(2 * self.base_width, self.vocab_size)
+            return set_base_shapes(model, base, delta=delta)
+
+
+def test_any_family_with_build_and_shape_fields_can_be_checked(corpus):
+    result = coord_check(_CustomFamily(), widths=[32, 64, 128], corpus=corpus, steps=3)
+    assert {"emb", "hidden", "readout", LOGITS} <= set(result.slopes)
+    assert result.passed, result.slopes
