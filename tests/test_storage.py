@@ -200,9 +200,11 @@ def test_owner_alive() -> None:
     assert owner_alive(f"another-{host}:{_dead_pid()}")  # cannot check: assume alive
 
 
-def _running(study: optuna.Study, owner: str | None) -> int:
+def _running(study: optuna.Study, owner: str | None, *, system: bool = False) -> int:
     trial = study.ask()
-    if owner is not None:
+    if owner is not None and system:
+        study._storage.set_trial_system_attr(trial._trial_id, "owner", owner)
+    elif owner is not None:
         trial.set_user_attr("owner", owner)
     return trial.number
 
@@ -211,15 +213,17 @@ def test_close_orphaned_trials_fails_only_dead_local_owners(tmp_path: Path) -> N
     study = optuna.create_study(storage=make_storage({"kind": "journal"}, run_dir=tmp_path))
     host = socket.gethostname()
     dead = _running(study, f"{host}:{_dead_pid()}")
+    dead_system = _running(study, f"{host}:{_dead_pid()}", system=True)
     mine = _running(study, this_process())
     remote = _running(study, f"another-{host}:1")
     unowned = _running(study, None)
     done = _running(study, f"{host}:{_dead_pid()}")
     study.tell(done, 1.0)
 
-    assert close_orphaned_trials(study) == [dead]
+    assert close_orphaned_trials(study) == [dead, dead_system]
     states = {t.number: t.state for t in study.trials}
-    assert states == {dead: TrialState.FAIL, mine: TrialState.RUNNING,
+    assert states == {dead: TrialState.FAIL, dead_system: TrialState.FAIL,
+                      mine: TrialState.RUNNING,
                       remote: TrialState.RUNNING, unowned: TrialState.RUNNING,
                       done: TrialState.COMPLETE}
     fail_stale(study)  # no heartbeats in a journal: changes nothing

@@ -178,7 +178,8 @@ def this_process() -> str:
 
 
 def mark_owner(trial: optuna.Trial) -> None:
-    """Record which process runs `trial`; call first thing in the objective."""
+    """Record which process runs `trial`; call first thing in the objective. A user attr: the
+    public API (and the dashboard shows it); `close_orphaned_trials` also reads a system attr."""
     trial.set_user_attr(OWNER_ATTR, this_process())
 
 
@@ -212,7 +213,7 @@ def close_orphaned_trials(study: optuna.Study, *,
     """
     closed = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        owner = t.user_attrs.get(OWNER_ATTR)
+        owner = t.system_attrs.get(OWNER_ATTR) or t.user_attrs.get(OWNER_ATTR)
         if owner and not owner_alive(owner, alive=alive):
             study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
             closed.append(t.number)
