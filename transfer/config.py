@@ -169,7 +169,8 @@ class Config:
     budget: str = "default"
     name: str | None = None  # run folder; None: <model>-<parametrization>-<fingerprint[:8]>
     archive_dir: str = "sweeps"
-    workers: int = 1
+    workers: int = 1  # processes on this machine sharing the run's studies
+    worker: int = 0  # this launch's index when many launches share a study (SLURM array, -m)
     reuse: str = "auto"  # auto | off
     device: str = "auto"
     progress: str = "auto"  # auto | bar | lines | off

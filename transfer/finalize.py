@@ -23,14 +23,14 @@ from transfer.report import render_report
 from transfer.stages import (
     FINISHED,
     Context,
-    _owner_alive,
     default_hparams,
     open_study,
-    owner_tag,
     predict_seconds,
     summarize,
 )
+from transfer.storage import owner_alive, this_process
 from transfer.validator import (
+    Verdict,
     judge,
     open_validation_study,
     plot_transfer,
@@ -115,15 +115,43 @@ def reuse_archived(prep, run_dir: Path) -> str | None:
 # ---- after the stages ---------------------------------------------------------------------
 def _claim(ctx: Context, study: optuna.Study) -> bool:
     """True for exactly one live worker of the run: the one that writes the results."""
-    me = owner_tag()
+    me = this_process()
     with ctx.lock():
         claim = study.user_attrs.get("finalize")
-        if claim and claim["owner"] != me and _owner_alive(claim["owner"]):
+        if claim and claim["owner"] != me and owner_alive(claim["owner"]):
             stale = not claim["done"] and time.time() - claim["time"] > 600
             if not stale:
                 return False
         study.set_user_attr("finalize", {"owner": me, "time": time.time(), "done": False})
         return True
+
+
+def validate_transfer(ctx: Context, hp: dict, plots: Path
+                      ) -> tuple[optuna.Study, Verdict | None, float]:
+    """The validator grid (this worker's share); then, for the one worker that claims the run,
+    the coordinate check (once: kept in the study), the verdict and the μTransfer plot.
+
+    Returns (grid study, verdict or None for every other worker, coordinate-check seconds).
+    The sweep and `python -m transfer.validate` both validate through here.
+    """
+    study = run_grid(ctx, hp)
+    if not _claim(ctx, study):
+        return study, None, 0.0
+    coord_seconds = 0.0
+    coord = study.user_attrs.get("coord_check")
+    if coord is None or not (plots / "coord_check.png").exists():
+        t = time.perf_counter()
+        coord = run_coord_check(ctx, hp, plots)
+        coord_seconds = time.perf_counter() - t
+        study.set_user_attr("coord_check", coord)
+    verdict = judge(ctx, study, float(hp["lr"]), coord)
+    plot_transfer(verdict, plots / "lr_transfer.png")
+    return study, verdict, coord_seconds
+
+
+def mark_finalized(study: optuna.Study) -> None:
+    """Every result file is written: a later claim by another worker is not stale."""
+    study.set_user_attr("finalize", {"owner": this_process(), "time": time.time(), "done": True})
 
 
 def trials_frame(ctx: Context) -> pd.DataFrame:
@@ -167,22 +195,13 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
              ) -> int:
     """Validate (this worker's share), then — once per run — write every result file."""
     cfg, archive, name = prep.cfg, prep.archive, prep.name
-    verdict = coord = None
+    verdict = None
     coord_seconds = 0.0
     if cfg.validation.enabled and not stopped_by_cap:
-        study = run_grid(ctx, hp)
-        if not _claim(ctx, study):
+        study, verdict, coord_seconds = validate_transfer(ctx, hp, archive.run_dir(name) / "plots")
+        if verdict is None:
             ctx.progress.line("validation done; another worker writes the results")
             return EXIT_OK
-        coord = study.user_attrs.get("coord_check")
-        plots = archive.run_dir(name) / "plots"
-        if coord is None or not (plots / "coord_check.png").exists():
-            t = time.perf_counter()
-            coord = run_coord_check(ctx, hp, plots)
-            coord_seconds = time.perf_counter() - t
-            study.set_user_attr("coord_check", coord)
-        verdict = judge(ctx, study, float(hp["lr"]), coord)
-        plot_transfer(verdict, plots / "lr_transfer.png")
     summaries = summarize(ctx)
     trials = trials_frame(ctx)
     validated = bool(verdict and verdict.passed)
@@ -214,7 +233,7 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
                     else verdict.drift_log2, "saved_gpu_hours": c["saved_gpu_hours"]})
     _summary(ctx, prep, summaries, verdict, c)
     if cfg.validation.enabled and not stopped_by_cap:
-        study.set_user_attr("finalize", {"owner": owner_tag(), "time": time.time(), "done": True})
+        mark_finalized(study)
     return EXIT_OK if validated or verdict is None else EXIT_REJECTED
 
 
@@ -262,12 +281,8 @@ def _summary(ctx, prep, summaries, verdict, cost) -> None:
         out(f"   {s.name:<12} {s.complete}/{s.trials} complete, {s.pruned} pruned  "
             f"best {s.best_value if s.best_value is None else round(s.best_value, 4)}  {best}")
     if verdict is not None:
-        w0, w1 = verdict.widths
-        out(f"   validation   {'PASSED' if verdict.passed else 'REJECTED'}: drift "
-            f"{verdict.drift_log2:+.2f} log2(lr) ({w0}→{w1}, tol ±{verdict.tolerance_log2}), "
-            f"gap {verdict.loss_gap:.2%}, coord slope {verdict.coord_check['max_abs_slope']:.2f}")
-        for r in verdict.reasons:
-            out(f"     - {r}")
+        for line in verdict_lines(verdict):
+            out(line)
     out(f"   target run   {cost['target']['gpu_hours']:.3g} GPU-h on {cost['target']['hardware']}"
         f"; tuning {cost['tuning']['gpu_hours']:.3g} GPU-h-equivalent "
         f"({cost['tuning_fraction']:.2e} of it); saved {cost['saved_gpu_hours']:.3g} GPU-h")
@@ -275,3 +290,10 @@ def _summary(ctx, prep, summaries, verdict, cost) -> None:
         "empirically; see target.yaml provenance")
 
 
+def verdict_lines(verdict: Verdict) -> list[str]:
+    """The verdict in a few printed lines: drift, gap, coordinate slope, then every reason."""
+    w0, w1 = verdict.widths
+    return [f"   validation   {'PASSED' if verdict.passed else 'REJECTED'}: drift "
+            f"{verdict.drift_log2:+.2f} log2(lr) ({w0}→{w1}, tol ±{verdict.tolerance_log2}), "
+            f"gap {verdict.loss_gap:.2%}, coord slope {verdict.coord_check['max_abs_slope']:.2f}"
+            ] + [f"     - {r}" for r in verdict.reasons]

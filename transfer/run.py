@@ -75,7 +75,8 @@ def make_context(prep: Prepared, storage, *, worker: int = 0) -> Context:
     ctx = Context(cfg=cfg, plan=prep.plan, corpus=prep.corpus, storage=storage,
                   lock=run_lock(cfg.storage.kind, run_dir=run_dir, url=url, name=prep.name),
                   run_name=prep.name, device=cfg.device,
-                  progress=Progress(cfg.progress if worker == 0 else "off"), worker=worker)
+                  progress=Progress(cfg.progress if worker == cfg.worker * cfg.workers else "off"),
+                  worker=worker)
     ctx.spent = lambda: spent(ctx)
     return ctx
 
@@ -121,7 +122,8 @@ def start_workers(cfg: DictConfig) -> list[mp.Process]:
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // cfg.workers))
     container = OmegaConf.to_container(cfg, resolve=True)
     spawn = mp.get_context("spawn")
-    procs = [spawn.Process(target=_worker_main, args=(container, i), daemon=False)
+    first = cfg.worker * cfg.workers  # distinct sampler seeds across launches and processes
+    procs = [spawn.Process(target=_worker_main, args=(container, first + i), daemon=False)
              for i in range(1, cfg.workers)]
     for p in procs:
         p.start()
@@ -147,7 +149,7 @@ def run_sweep(cfg: DictConfig) -> int:
         storage = make_storage(cfg.storage, run_dir=run_dir)
     else:
         reused = None
-    ctx = make_context(prep, storage)
+    ctx = make_context(prep, storage, worker=cfg.worker * cfg.workers)
     if reused:
         ctx.progress.line(reused)
     procs = start_workers(cfg)

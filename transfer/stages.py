@@ -10,11 +10,8 @@ and re-run with the same parameters.
 from __future__ import annotations
 
 import math
-import os
-import socket
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -26,6 +23,7 @@ from optuna.trial import TrialState
 from transfer.errors import UserError
 from transfer.family import MODEL_HPARAMS, ProxyPlan
 from transfer.progress import Progress
+from transfer.storage import OWNER_ATTR, close_orphaned_trials, fail_stale, mark_owner
 from transfer.trainer import TrainResult, TrainSpec, train
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
@@ -173,41 +171,22 @@ def stage_winners(study: optuna.Study) -> dict:
 
 
 # ---- worker coordination ------------------------------------------------------------------
-def owner_tag() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _owner_alive(owner: str | None) -> bool:
-    if not owner or ":" not in owner:
-        return False
-    host, pid = owner.rsplit(":", 1)
-    if host != socket.gethostname():
-        return True  # only heartbeats can tell; RDB storage has them
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def close_orphans(study: optuna.Study) -> int:
-    """Fail RUNNING trials whose process is gone and re-queue their parameters. Returns count."""
-    with warnings.catch_warnings():  # experimental since 2.9, the documented way nonetheless
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        optuna.storages.fail_stale_trials(study)  # RDB: heartbeat + RetryFailedTrialCallback
-    n = 0
+    """Fail RUNNING trials whose process is gone and re-queue their parameters. Returns count.
+
+    Called under the run lock, where every trial gets its owner right after `ask`, so a RUNNING
+    trial without an owner was left by a process killed inside that window.
+    """
+    fail_stale(study)  # RDB: heartbeats; the storage's retry callback re-queues those itself
+    closed = set(close_orphaned_trials(study))
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if _owner_alive(t.system_attrs.get("owner")):
-            continue
-        try:
-            study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
-        except optuna.exceptions.UpdateFinishedTrialError:
-            continue
-        study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
-        n += 1
-    return n
+        if OWNER_ATTR not in t.user_attrs and OWNER_ATTR not in t.system_attrs:
+            study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
+            closed.add(t.number)
+    for t in study.get_trials(deepcopy=False):
+        if t.number in closed:
+            study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
+    return len(closed)
 
 
 class _Heartbeat:
@@ -246,7 +225,7 @@ def take_trial(ctx: Context, study: optuna.Study, total: int | None) -> optuna.T
         running = sum(t.state == TrialState.RUNNING for t in trials)
         if waiting or (total is not None and finished + running < total):
             trial = study.ask()
-            study._storage.set_trial_system_attr(trial._trial_id, "owner", owner_tag())
+            mark_owner(trial)
             return trial
         return "wait" if running else "done"
 

@@ -42,6 +42,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TMP_PREFIX + path.name + ".")
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; an archive is shared, others must read it
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -77,6 +78,7 @@ def atomic_copy(src: Path | str, path: Path) -> None:
     """Copy `src` to `path` through a temp file beside it, so `path` is never partial."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TMP_PREFIX + path.name + ".")
+    os.fchmod(fd, 0o644)  # mkstemp makes 0600; an archive is shared, others must read it
     os.close(fd)
     try:
         shutil.copyfile(src, tmp)
