@@ -69,12 +69,8 @@ def plan_proxies(cfg: DictConfig) -> ProxyPlan:
         "ffn_ratio": round(m.d_ff / m.d_model, 6), "norm": m.norm, "mlp": m.mlp,
         "positions": m.positions, "tied_embeddings": bool(m.tied_embeddings),
     }
-    notes = [
-        (f"depth: proxy has {n_layers} layers, target {m.n_layers} (μP transfers across width, "
-         "depth only empirically)"),
-        f"head dimension: proxy {d_head}, target {m.d_model // m.n_heads}",
-        f"context: proxy {seq_len} tokens, target {m.seq_len}",
-    ] + ([kv_note] if kv_note else [])
+    # depth, head dimension and context differences are stated by the emitter itself
+    notes = [kv_note] if kv_note else []
     return ProxyPlan(None, width, validation_width, base_width, derived, notes)
 
 

@@ -237,12 +237,33 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
     return EXIT_OK if validated or verdict is None else EXIT_REJECTED
 
 
+def write_partial(prep, ctx: Context, reason: str, *, started: float) -> None:
+    """A run stopped by its spending cap: keep the trials and the cost so far, and say why."""
+    summaries = summarize(ctx)
+    trials = trials_frame(ctx)
+    c = costs.cost_report(
+        OmegaConf.to_container(prep.cfg.model, resolve=True),
+        OmegaConf.to_container(prep.cfg.hardware, resolve=True),
+        OmegaConf.to_container(prep.cfg.cost, resolve=True),
+        measured=_measured(ctx, trials, 0.0), stages=[s.to_dict() for s in summaries],
+        stopped_by_cap=True, cap_note=reason)
+    c["wall_seconds"] = time.time() - started
+    a, name = prep.archive, prep.name
+    plain = OmegaConf.to_container(prep.cfg, resolve=True)
+    plain["derived"] = prep.plan.derived
+    a.write_yaml(name, "config.yaml", plain)
+    a.write_text(name, "trials.csv", trials.to_csv(index=False))
+    a.write_json(name, "cost.json", c)
+    a.record({"name": name, "status": "failed", "validated": False})
+
+
 def _proxy_block(prep) -> dict:
     d = prep.plan.derived
     return {"parametrization": prep.cfg.proxy.parametrization, "width": prep.plan.width,
             "validation_width": prep.plan.validation_width, "n_layers": d["n_layers"],
             "d_head": d["d_head"], "seq_len": d["seq_len"], "vocab_size": d["vocab_size"],
             "kv_group": d["kv_group"], "data": prep.corpus.source,
+            "tokens_per_trial": int(prep.cfg.train.tokens),
             "zero_init_query": getattr(prep.plan.family, "zero_init_query", True),
             "readout_zero_init": getattr(prep.plan.family, "readout_zero_init", True)}
 

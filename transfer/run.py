@@ -23,7 +23,7 @@ from transfer.errors import UserError
 from transfer.family import ProxyPlan, instantiate_family, plan_proxies
 from transfer.locks import run_lock
 from transfer.progress import Progress
-from transfer.stages import Context, run_stages
+from transfer.stages import BudgetStop, Context, run_stages
 from transfer.storage import make_storage
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -77,22 +77,19 @@ def make_context(prep: Prepared, storage, *, worker: int = 0) -> Context:
                   run_name=prep.name, device=cfg.device,
                   progress=Progress(cfg.progress if worker == cfg.worker * cfg.workers else "off"),
                   worker=worker)
-    ctx.spent = lambda: spent(ctx)
+    started = time.time()
+    ctx.spent = lambda: spent(ctx, started)
     return ctx
 
 
-def spent(ctx: Context) -> tuple[float, float]:
-    """(wall seconds, target GPU-hours) of every trial of this run so far, all workers."""
-    seconds = flops = 0.0
+def spent(ctx: Context, started: float) -> tuple[float, float]:
+    """(wall seconds of this launch, device-hours of every trial of this run, all workers)."""
+    seconds = 0.0
     for s in optuna.get_all_study_summaries(ctx.storage, include_best_trial=False):
-        if not s.study_name.startswith(ctx.run_name + ":"):
-            continue
-        study = optuna.load_study(study_name=s.study_name, storage=ctx.storage)
-        for t in study.get_trials(deepcopy=False):
-            seconds += t.user_attrs.get("seconds", 0.0)
-            flops += t.user_attrs.get("flops", 0.0)
-    hw = ctx.cfg.hardware
-    return seconds, flops / (hw.peak_flops * hw.utilization) / 3600
+        if s.study_name.startswith(ctx.run_name + ":"):
+            study = optuna.load_study(study_name=s.study_name, storage=ctx.storage)
+            seconds += sum(t.user_attrs.get("seconds", 0.0) for t in study.get_trials(deepcopy=False))
+    return time.time() - started, seconds / 3600
 
 
 def _worker_main(cfg_container: dict, worker: int) -> None:
@@ -132,7 +129,7 @@ def start_workers(cfg: DictConfig) -> list[mp.Process]:
 
 def run_sweep(cfg: DictConfig) -> int:
     """The whole job; returns the exit code (0 validated, 3 rejected). Raises UserError."""
-    from transfer.finalize import finalize, predict_and_check_cap, reuse_archived
+    from transfer.finalize import finalize, predict_and_check_cap, reuse_archived, write_partial
 
     started = time.time()
     prep = prepare(cfg)
@@ -156,6 +153,9 @@ def run_sweep(cfg: DictConfig) -> int:
     try:
         hp = run_stages(ctx)
         code = finalize(prep, ctx, hp, started=started)
+    except BudgetStop as e:
+        write_partial(prep, ctx, str(e), started=started)
+        raise
     finally:
         for p in procs:
             p.join()

@@ -234,13 +234,13 @@ def check_cap(ctx: Context) -> None:
     c = ctx.cfg.cost
     if ctx.spent is None or (c.max_tuning_gpu_hours is None and c.max_wall_seconds is None):
         return
-    seconds, gpu_hours = ctx.spent()
+    seconds, device_hours = ctx.spent()
     if c.max_wall_seconds is not None and seconds > c.max_wall_seconds:
         raise BudgetStop(f"stopped: tuning took {seconds:.0f} s > cost.max_wall_seconds="
                          f"{c.max_wall_seconds}; finished trials are kept, raise the cap and re-run "
                          "the same command to continue")
-    if c.max_tuning_gpu_hours is not None and gpu_hours > c.max_tuning_gpu_hours:
-        raise BudgetStop(f"stopped: tuning used {gpu_hours:.3g} target GPU-hours > "
+    if c.max_tuning_gpu_hours is not None and device_hours > c.max_tuning_gpu_hours:
+        raise BudgetStop(f"stopped: tuning used {device_hours:.3g} device-hours > "
                          f"cost.max_tuning_gpu_hours={c.max_tuning_gpu_hours}; finished trials are "
                          "kept, raise the cap and re-run the same command to continue")
 

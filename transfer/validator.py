@@ -21,7 +21,7 @@ from optuna.trial import TrialState
 
 from transfer.coord import coord_check, plot_coord
 from transfer.fit import fit_optimum
-from transfer.stages import Context, run_one, take_trial
+from transfer.stages import Context, check_cap, run_one, take_trial
 
 
 @dataclass
@@ -86,6 +86,7 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
     total = 2 * v.seeds * v.points
     ctx.progress.stage_start("validation", _finished(study), total)
     while True:
+        check_cap(ctx)
         trial = take_trial(ctx, study, None)
         if trial == "done":
             break
