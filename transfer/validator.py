@@ -144,7 +144,7 @@ def judge(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict) -> Ve
             best_x[w], best_y[w], edge[w] = math.nan, math.nan, True
             reasons.append(f"width {w}: fewer than 3 grid points trained without diverging")
             continue
-        bx, by_, e = fit_optimum([x for x, _ in ok], [y for _, y in ok])
+        bx, by_, e = fit_optimum([x for x, _ in ok], [y for _, y in ok], window=len(ok))
         best_x[w], best_y[w], edge[w] = bx, by_, e
         if e:
             reasons.append(f"width {w}: the optimum is at the edge of the grid "
@@ -155,14 +155,19 @@ def judge(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict) -> Ve
         reasons.append(f"the optimum moved: drift {drift:+.2f} log2(lr) from width {w0} to {w1}, "
                        f"tolerance ±{v.tolerance_log2}")
     c1 = dict(zip(curves[w1]["log2_lr"], curves[w1]["loss"]))
-    at_transferred = c1.get(center, math.nan)
     finite1 = [y for y in curves[w1]["loss"] if math.isfinite(y)]
     finite0 = [y for y in curves[w0]["loss"] if math.isfinite(y)]
-    best1 = min(finite1) if finite1 else math.nan
-    gap = (at_transferred - best1) / best1 if finite1 else math.nan
+    # The gap is read off the fitted parabola: the empirical minimum of 7 noisy points is biased
+    # low by the noise itself (a 1 % test on it rejects even a perfect transfer at CPU sizes).
+    at_transferred, best1 = parabola_at(curves[w1], center)
+    gap = (at_transferred - best1) / best1 if math.isfinite(best1) else math.nan
+    measured_gap = ((c1.get(center, math.nan) - min(finite1)) / min(finite1)
+                    if finite1 else math.nan)
     if not gap <= v.max_gap:
-        reasons.append(f"at the transferred lr the width-{w1} loss is {at_transferred:.4f}, "
-                       f"{gap:.1%} above its best {best1:.4f} (allowed {v.max_gap:.0%})")
+        reasons.append(f"at the transferred lr the width-{w1} loss is {at_transferred:.4f} "
+                       f"(fitted), {gap:.1%} above its fitted best {best1:.4f} "
+                       f"(allowed {v.max_gap:.0%})")
+    noise["loss_gap_measured"] = measured_gap
     tol = 2 * (noise["seed_std_max"] or 0.0)
     if finite0 and finite1 and not min(finite1) <= min(finite0) + tol:
         reasons.append(f"wider is worse: best loss {min(finite1):.4f} at width {w1} vs "
@@ -177,6 +182,22 @@ def judge(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict) -> Ve
                    tolerance_log2=v.tolerance_log2, loss_at_transferred=at_transferred,
                    loss_best_w1=best1, loss_gap=gap, max_gap=v.max_gap, noise=noise,
                    coord_check=coord, reasons=reasons)
+
+
+def parabola_at(curve: dict, x: float) -> tuple[float, float]:
+    """(fitted loss at log2 lr `x`, fitted minimum) from a least-squares parabola over the
+    finite points of `curve`; the measured values where the fit is not convex."""
+    pts = [(a, b) for a, b in zip(curve["log2_lr"], curve["loss"]) if math.isfinite(b)]
+    measured = dict(pts)
+    if len(pts) >= 3:
+        a, b, c = np.polyfit([p[0] for p in pts], [p[1] for p in pts], 2)
+        if a > 0:
+            vertex = -b / (2 * a)
+            lo, hi = pts[0][0], pts[-1][0]
+            vx = min(max(vertex, lo), hi)  # the grid's best if the vertex lies outside it
+            return float(np.polyval((a, b, c), x)), float(np.polyval((a, b, c), vx))
+    best = min((p[1] for p in pts), default=math.nan)
+    return measured.get(x, math.nan), best
 
 
 def run_coord_check(ctx: Context, hp: dict, plots: Path | None) -> dict:
