@@ -53,6 +53,12 @@ class ProxyConf:
     d_head: int | None = None  # None: from `size`
     seq_len: int | None = None  # None: from `size`
     kv_group: int | None = None  # None: target's heads/kv_heads, reduced to fit the proxy
+    # Architecture choices, None: the target's. Pin them to reuse one sweep for many targets.
+    ffn_ratio: float | None = None
+    norm: str | None = None
+    mlp: str | None = None
+    positions: str | None = None
+    tied_embeddings: bool | None = None
     attn_mult: float = 1.0
     input_mult: float = 1.0
     output_mult: float = 1.0

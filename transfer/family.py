@@ -64,10 +64,15 @@ def plan_proxies(cfg: DictConfig) -> ProxyPlan:
                             f"use a multiple of {d_head}")
     kv_group, kv_note = _kv_group(m.n_heads // m.n_kv_heads, width // d_head, p.kv_group,
                                   (width, validation_width, base_width), d_head)
+    def pick(name, from_target):
+        return from_target if p.get(name) is None else p[name]
+
     derived = {
         "n_layers": n_layers, "d_head": d_head, "seq_len": seq_len, "kv_group": kv_group,
-        "ffn_ratio": round(m.d_ff / m.d_model, 6), "norm": m.norm, "mlp": m.mlp,
-        "positions": m.positions, "tied_embeddings": bool(m.tied_embeddings),
+        "ffn_ratio": round(float(pick("ffn_ratio", m.d_ff / m.d_model)), 6),
+        "norm": pick("norm", m.norm), "mlp": pick("mlp", m.mlp),
+        "positions": pick("positions", m.positions),
+        "tied_embeddings": bool(pick("tied_embeddings", m.tied_embeddings)),
     }
     # depth, head dimension and context differences are stated by the emitter itself
     notes = [kv_note] if kv_note else []

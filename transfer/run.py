@@ -48,6 +48,10 @@ def prepare(cfg: DictConfig) -> Prepared:
     plan = instantiate_family(cfg, plan, corpus.vocab_size)
     plain = OmegaConf.to_container(cfg, resolve=True)
     plain["derived"] = plan.derived
+    # Fingerprint what the proxies *are*: a value pinned in proxy.* and the same value derived
+    # from the target build the same proxies, so they must not tell the runs apart.
+    plain["proxy"].update({k: v for k, v in plan.derived.items() if k in plain["proxy"]})
+    plain["proxy"].update(validation_width=plan.validation_width, base_width=plan.base_width)
     fp = fingerprint(plain, data_hash=corpus.content_hash, versions=library_versions())
     name = cfg.name or f"{cfg.model.name}-{cfg.proxy.parametrization}-{cfg.budget}-{fp[:8]}"
     archive = Archive(Path(cfg.archive_dir).expanduser())
