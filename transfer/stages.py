@@ -223,7 +223,9 @@ def take_trial(ctx: Context, study: optuna.Study, total: int | None) -> optuna.T
         finished = sum(t.state in FINISHED for t in trials)
         waiting = sum(t.state == TrialState.WAITING for t in trials)
         running = sum(t.state == TrialState.RUNNING for t in trials)
-        if waiting or (total is not None and finished + running < total):
+        # Queued trials (incumbent, retries, the validator's grid) are popped first by `ask`;
+        # with a stage count, a leftover duplicate retry never pushes the stage past it.
+        if (waiting if total is None else finished + running < total):
             trial = study.ask()
             mark_owner(trial)
             return trial
