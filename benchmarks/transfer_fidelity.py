@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
 from proxies import TransformerFamily
 from transfer.data import stdlib_corpus
 from transfer.fit import fit_optimum
@@ -52,10 +54,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--d-head", type=int, default=16)
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--base-width", type=int, default=64)
+    p.add_argument("--attn-mult", type=float, default=1.0)
     p.add_argument("--output-mult", type=float, default=1.0)
     p.add_argument("--init-std", type=float, default=0.02)
     p.add_argument("--input-mult", type=float, default=1.0)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads; 1 keeps shared cores from stalling each other")
     args = p.parse_args(argv)
     if args.seeds < 1 or args.points < 3 or args.steps < 1:
         p.error(f"need --seeds >= 1, --points >= 3, --steps >= 1; got {args.seeds=}, "
@@ -94,7 +99,8 @@ class Runs:
 def family(args, parametrization: str) -> TransformerFamily:
     return TransformerFamily(n_layers=args.n_layers, d_head=args.d_head, seq_len=args.seq_len,
                              base_width=args.base_width, parametrization=parametrization,
-                             output_mult=args.output_mult, init_std=args.init_std,
+                             attn_mult=args.attn_mult, output_mult=args.output_mult,
+                             init_std=args.init_std,
                              input_mult=args.input_mult)
 
 
@@ -172,6 +178,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(args.threads)
     runs, corpus = Runs(out / "runs.csv"), stdlib_corpus()
     results: dict[str, dict[int, dict]] = {}
     for p in args.parametrizations:
