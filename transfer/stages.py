@@ -137,12 +137,21 @@ def make_pruner(cfg, steps_in_warmup: int) -> optuna.pruners.BasePruner:
 def open_study(ctx: Context, index: int, stage: str) -> optuna.Study:
     cfg = ctx.cfg
     evals_in_warmup = math.ceil(cfg.train.warmup_fraction * cfg.train.n_evals)
-    sampler = optuna.samplers.TPESampler(
-        seed=cfg.proxy.seed + 101 * index + 7 * ctx.worker, n_startup_trials=3,
-        constant_liar=cfg.workers > 1 or cfg.storage.kind == "postgres")
-    return optuna.create_study(study_name=study_name(ctx.run_name, index, stage),
-                               storage=ctx.storage, sampler=sampler, direction="minimize",
-                               pruner=make_pruner(cfg, evals_in_warmup), load_if_exists=True)
+
+    def sampler(existing: int) -> optuna.samplers.TPESampler:
+        return optuna.samplers.TPESampler(
+            seed=(cfg.proxy.seed + 101 * index + 7 * ctx.worker + 1_000_003 * existing) % 2**32,
+            n_startup_trials=3, constant_liar=cfg.workers > 1 or cfg.storage.kind == "postgres")
+
+    study = optuna.create_study(study_name=study_name(ctx.run_name, index, stage),
+                                storage=ctx.storage, sampler=sampler(0), direction="minimize",
+                                pruner=make_pruner(cfg, evals_in_warmup), load_if_exists=True)
+    # A resumed process would otherwise replay the killed one's random draws and train
+    # finished configurations again; a fresh stage (no trials yet) keeps the plain seed.
+    existing = len(study.get_trials(deepcopy=False))
+    if existing:
+        study.sampler = sampler(existing)
+    return study
 
 
 def stage_space(cfg, stage: str, frozen: dict) -> dict:
