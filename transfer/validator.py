@@ -136,7 +136,7 @@ def judge(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict) -> Ve
     w0, w1 = ctx.plan.width, ctx.plan.validation_width
     center = round(math.log2(tuned_lr), 6)
     curves, noise = curves_from(study, [w0, w1])
-    best_x, best_y, edge, reasons = {}, {}, {}, []
+    best_x, best_y, edge, reasons, per_width = {}, {}, {}, [], {}
     for w in (w0, w1):
         xs, ys = curves[w]["log2_lr"], curves[w]["loss"]
         ok = [(x, y) for x, y in zip(xs, ys) if math.isfinite(y)]
@@ -144,12 +144,24 @@ def judge(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict) -> Ve
             best_x[w], best_y[w], edge[w] = math.nan, math.nan, True
             reasons.append(f"width {w}: fewer than 3 grid points trained without diverging")
             continue
-        bx, by_, e = fit_optimum([x for x, _ in ok], [y for _, y in ok], window=len(ok))
-        best_x[w], best_y[w], edge[w] = bx, by_, e
-        if e:
+        per_width[w] = fit_optimum([x for x, _ in ok], [y for _, y in ok], window=len(ok))
+        best_x[w], best_y[w], edge[w] = per_width[w]
+    joint = joint_fit(curves, [w for w in (w0, w1) if w in per_width])
+    if joint is not None and len(per_width) == 2:
+        for w in (w0, w1):  # the shared-curvature optima: half the noise of two separate fits
+            lo, hi = curves[w]["log2_lr"][0], curves[w]["log2_lr"][-1]
+            vx = joint.vertex(w)
+            edge[w] = edge[w] or not lo <= vx <= hi
+            best_x[w] = min(max(vx, lo), hi)
+            best_y[w] = joint.value(w, best_x[w])
+    for w in (w0, w1):
+        if w in per_width and edge[w]:
+            xs = curves[w]["log2_lr"]
             reasons.append(f"width {w}: the optimum is at the edge of the grid "
                            f"({xs[0]:.2f}..{xs[-1]:.2f} in log2 lr), so it could not be located; "
                            "it moved at least this far — widen validation.points to be sure")
+    noise["fit"] = "shared-curvature parabola" if joint is not None else "per-width parabola"
+    noise["per_width_best_log2_lr"] = {str(w): f[0] for w, f in per_width.items()}
     drift = best_x[w1] - best_x[w0]
     if not abs(drift) <= v.tolerance_log2:
         reasons.append(f"the optimum moved: drift {drift:+.2f} log2(lr) from width {w0} to {w1}, "
@@ -159,7 +171,10 @@ def judge(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict) -> Ve
     finite0 = [y for y in curves[w0]["loss"] if math.isfinite(y)]
     # The gap is read off the fitted parabola: the empirical minimum of 7 noisy points is biased
     # low by the noise itself (a 1 % test on it rejects even a perfect transfer at CPU sizes).
-    at_transferred, best1 = parabola_at(curves[w1], center)
+    if joint is not None:
+        at_transferred, best1 = joint.value(w1, center), best_y[w1]
+    else:
+        at_transferred, best1 = parabola_at(curves[w1], center)
     gap = (at_transferred - best1) / best1 if math.isfinite(best1) else math.nan
     measured_gap = ((c1.get(center, math.nan) - min(finite1)) / min(finite1)
                     if finite1 else math.nan)
@@ -182,6 +197,45 @@ def judge(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict) -> Ve
                    tolerance_log2=v.tolerance_log2, loss_at_transferred=at_transferred,
                    loss_best_w1=best1, loss_gap=gap, max_gap=v.max_gap, noise=noise,
                    coord_check=coord, reasons=reasons)
+
+
+@dataclass(frozen=True)
+class JointFit:
+    """loss ≈ a·x² + b_w·x + c_w in x = log2 lr: one curvature, a position and level per width."""
+
+    a: float
+    b: dict
+    c: dict
+
+    def vertex(self, w: int) -> float:
+        return -self.b[w] / (2 * self.a)
+
+    def value(self, w: int, x: float) -> float:
+        return self.a * x * x + self.b[w] * x + self.c[w]
+
+
+def joint_fit(curves: dict, widths: list[int]) -> JointFit | None:
+    """Least squares over every finite point of every width; None unless convex.
+
+    A shared curvature is what "the optimum did not move" is about: the widths' curves may sit
+    at different levels and positions, and estimating one curvature from all points makes each
+    position far less sensitive to a noisy point than two independent parabolas.
+    """
+    rows, ys = [], []
+    n = len(widths)
+    for i, w in enumerate(widths):
+        for x, y in zip(curves[w]["log2_lr"], curves[w]["loss"]):
+            if math.isfinite(y):
+                onehot = [1.0 if j == i else 0.0 for j in range(n)]
+                rows.append([x * x] + [x * o for o in onehot] + onehot)
+                ys.append(y)
+    if n == 0 or len(ys) < 2 * n + 1:
+        return None
+    coef = np.linalg.lstsq(np.asarray(rows), np.asarray(ys), rcond=None)[0]
+    if not coef[0] > 0:
+        return None
+    return JointFit(float(coef[0]), {w: float(coef[1 + i]) for i, w in enumerate(widths)},
+                    {w: float(coef[1 + n + i]) for i, w in enumerate(widths)})
 
 
 def parabola_at(curve: dict, x: float) -> tuple[float, float]:
