@@ -22,13 +22,12 @@ def file_lock(path: Path) -> Iterator[None]:
 
 
 class AdvisoryLock:
-    """`pg_advisory_lock` on a dedicated connection, keyed by the run name."""
+    """`pg_advisory_lock` on its own connection of the study storage's engine, keyed by the
+    run name (a session lock: a worker that dies releases it with its connection)."""
 
-    def __init__(self, url: str, name: str):
-        from sqlalchemy import create_engine
-
+    def __init__(self, engine, name: str):
         self.key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
-        self.engine = create_engine(url, poolclass=__import__("sqlalchemy.pool").pool.NullPool)
+        self.engine = engine
 
     @contextlib.contextmanager
     def __call__(self) -> Iterator[None]:
@@ -42,9 +41,9 @@ class AdvisoryLock:
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
 
 
-def run_lock(kind: str, *, run_dir: Path, url: str | None = None, name: str = ""):
+def run_lock(kind: str, *, run_dir: Path, storage=None, name: str = ""):
     """A zero-argument callable returning the run's lock context."""
     if kind == "postgres":
-        return AdvisoryLock(url, name)
+        return AdvisoryLock(storage.engine, name)
     path = run_dir / ".workers.lock"
     return lambda: file_lock(path)

@@ -71,13 +71,8 @@ def _check_writable(root: Path) -> None:
 def make_context(prep: Prepared, storage, *, worker: int = 0) -> Context:
     cfg = prep.cfg
     run_dir = prep.archive.run_dir(prep.name)
-    url = None
-    if cfg.storage.kind == "postgres":
-        from transfer.storage import storage_url
-
-        url = storage_url(cfg.storage)
     ctx = Context(cfg=cfg, plan=prep.plan, corpus=prep.corpus, storage=storage,
-                  lock=run_lock(cfg.storage.kind, run_dir=run_dir, url=url, name=prep.name),
+                  lock=run_lock(cfg.storage.kind, run_dir=run_dir, storage=storage, name=prep.name),
                   run_name=prep.name, device=cfg.device,
                   progress=Progress(cfg.progress if worker == cfg.worker * cfg.workers else "off"),
                   worker=worker)
