@@ -10,6 +10,7 @@ and re-run with the same parameters.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import threading
 import time
 from collections.abc import Callable
@@ -187,6 +188,9 @@ def close_orphans(study: optuna.Study) -> int:
     trial without an owner was left by a process killed inside that window.
     """
     fail_stale(study)  # RDB: heartbeats; the storage's retry callback re-queues those itself
+    # Reap local workers (`workers=N`) that died: until reaped, a dead child is a zombie whose
+    # pid still answers the liveness probe, and its trial would be waited for forever.
+    multiprocessing.active_children()
     closed = set(close_orphaned_trials(study))
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if OWNER_ATTR not in t.user_attrs and OWNER_ATTR not in t.system_attrs:
