@@ -26,8 +26,6 @@ from transfer.progress import Progress
 from transfer.stages import BudgetStop, Context, run_stages
 from transfer.storage import make_storage
 
-optuna.logging.set_verbosity(optuna.logging.WARNING)
-
 
 @dataclass
 class Prepared:
@@ -43,8 +41,7 @@ def prepare(cfg: DictConfig) -> Prepared:
     """Validate everything a user can get wrong; touches nothing on disk."""
     check_config(cfg)
     plan = plan_proxies(cfg)
-    data = {k: v for k, v in OmegaConf.to_container(cfg.data, resolve=True).items()}
-    corpus = load_corpus(**data)
+    corpus = load_corpus(**OmegaConf.to_container(cfg.data, resolve=True))
     plan = instantiate_family(cfg, plan, corpus.vocab_size)
     plain = OmegaConf.to_container(cfg, resolve=True)
     plain["derived"] = plan.derived
@@ -55,6 +52,7 @@ def prepare(cfg: DictConfig) -> Prepared:
     fp = fingerprint(plain, data_hash=corpus.content_hash, versions=library_versions())
     name = cfg.name or f"{cfg.model.name}-{cfg.proxy.parametrization}-{cfg.budget}-{fp[:8]}"
     archive = Archive(Path(cfg.archive_dir).expanduser())
+    archive.run_dir(name)  # a name= that is not a plain folder name is a user error
     _check_writable(archive.root)
     return Prepared(cfg, plan, corpus, fp, name, archive)
 
@@ -131,6 +129,7 @@ def run_sweep(cfg: DictConfig) -> int:
     from transfer.finalize import finalize, predict_and_check_cap, reuse_archived, write_partial
 
     started = time.time()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # our progress lines replace its logs
     prep = prepare(cfg)
     storage = None
     if cfg.storage.kind == "postgres":  # connect before creating anything in the archive
