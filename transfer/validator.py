@@ -146,7 +146,8 @@ def judge(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict) -> Ve
             continue
         per_width[w] = fit_optimum([x for x, _ in ok], [y for _, y in ok], window=len(ok))
         best_x[w], best_y[w], edge[w] = per_width[w]
-    joint = joint_fit(curves, [w for w in (w0, w1) if w in per_width])
+    # Shared curvature needs both widths; with one left, its own parabola is used below.
+    joint = joint_fit(curves, [w0, w1]) if len(per_width) == 2 else None
     if joint is not None and len(per_width) == 2:
         for w in (w0, w1):  # the shared-curvature optima: half the noise of two separate fits
             lo, hi = curves[w]["log2_lr"][0], curves[w]["log2_lr"][-1]
