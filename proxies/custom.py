@@ -1,0 +1,154 @@
+"""A width family from a user's `build(width) -> nn.Module`: the architecture a team brings.
+
+`CustomFamily` gives the trainer and the validator what they get from the built-in
+`TransformerFamily` — `.build(width, seed=, device=)`, `.replace(**hp)`, `.check_width`,
+`.flops_per_token`, `.seq_len`, `.vocab_size`, `.parametrization`, `.save_base_shapes` — and
+does the μP set-up itself: base shapes from `build(base_width)` and `build(delta_width)` (shapes
+only, on the meta device), set on every model it builds with `mup.set_base_shapes`, which also
+rescales MuReadout and biases from PyTorch's default (fan-in) init to μP's.
+
+The μP multipliers (input/output multiplier, init σ, attention scale) live in the user's model,
+so no stage may tune them here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from mup import MuReadout, make_base_shapes, save_base_shapes, set_base_shapes
+from torch import nn
+
+from transfer.audit import construct, skeleton
+from transfer.errors import UserError
+
+
+@dataclass(frozen=True, eq=False)
+class CustomFamily:
+    """The family `{build(w)}` over widths w, with μP base shapes at `base_width`."""
+
+    build_fn: Callable[[int], nn.Module]  # the user's builder, from the live config only
+    seq_len: int  # context the proxies train at; the model must accept it
+    vocab_size: int  # the data's; the model's logits must have this many classes
+    base_width: int  # width_mult = width / base_width
+    delta_width: int | None = None  # None: 2 × base_width; only tells which dimensions grow
+    target: str = "build"  # the dotted path, for messages and records
+    fixed: dict = field(default_factory=dict)  # model hyperparameters a stage may not change
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        for name in ("seq_len", "vocab_size", "base_width"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.delta_width is not None and self.delta_width == self.base_width:
+            raise ValueError(f"delta_width must differ from base_width={self.base_width}")
+
+    @property
+    def delta(self) -> int:
+        return self.delta_width or 2 * self.base_width
+
+    # ---- shapes -----------------------------------------------------------------------
+    def skeleton(self, width: int) -> nn.Module:
+        """The model's structure at `width` (meta device), built once per width."""
+        key = ("skeleton", width)
+        if key not in self._cache:
+            self._cache[key] = skeleton(self.build_fn, width, target=self.target)
+        return self._cache[key]
+
+    def base_shapes(self) -> dict:
+        """mup base shapes from the base model and the delta model."""
+        if "base_shapes" not in self._cache:
+            self._cache["base_shapes"] = make_base_shapes(self.skeleton(self.base_width),
+                                                          self.skeleton(self.delta))
+        return self._cache["base_shapes"]
+
+    def save_base_shapes(self, path) -> None:
+        """Write the base shapes the models are built with as mup's readable YAML (`.bsh`)."""
+        save_base_shapes(self._own_infshapes() or self.base_shapes(), str(path))
+
+    def _own_infshapes(self) -> dict | None:
+        """The builder's own base shapes, when it calls `set_base_shapes` itself."""
+        params = dict(self.skeleton(self.base_width).named_parameters())
+        if params and all(hasattr(p, "infshape") for p in params.values()):
+            return {n: p.infshape for n, p in params.items()}
+        return None
+
+    @property
+    def parametrization(self) -> str:
+        """"mup" when the model has a MuReadout (the trainer then uses MuAdamW), else "sp"."""
+        if "parametrization" not in self._cache:
+            has = any(isinstance(m, MuReadout) for m in self.skeleton(self.base_width).modules())
+            self._cache["parametrization"] = "mup" if has else "sp"
+        return self._cache["parametrization"]
+
+    def check_width(self, width: int, *, field: str = "width") -> None:
+        """Raise ValueError naming the field when the builder cannot build `width`."""
+        if not isinstance(width, int) or width < 1:
+            raise ValueError(f"{field} must be a positive int, got {width!r}")
+        try:
+            self.skeleton(width)
+        except UserError as e:
+            raise ValueError(f"{field}={width}: {e}") from None
+
+    # ---- building ---------------------------------------------------------------------
+    def build(self, width: int, *, seed: int = 0, device: str | torch.device = "cpu"
+              ) -> nn.Module:
+        """`build_fn(width)` under `torch.manual_seed(seed)` in a forked RNG (the global one is
+        left as it was), moved to `device`, with μP base shapes set.
+
+        A model whose parameters already carry `infshape` (the builder called
+        `set_base_shapes` itself) keeps them: its own μP set-up is what is being checked.
+        """
+        self.check_width(width)
+        model = construct(self.build_fn, width, target=self.target, seed=seed).to(device)
+        if not all(hasattr(p, "infshape") for p in model.parameters()):
+            # PyTorch's default init is fan-in scaled, which is what the rescale assumes.
+            set_base_shapes(model, self.base_shapes())
+        return model
+
+    def replace(self, **hp) -> CustomFamily:
+        """The stages pass the model multipliers every time; they must be the config's values."""
+        for k, v in hp.items():
+            if k not in self.fixed:
+                raise UserError(f"proxy=custom has no hyperparameter {k!r}; the model's own "
+                                "code sets everything but the training run")
+            if float(v) != float(self.fixed[k]):
+                raise UserError(f"proxy=custom: {k}={v} cannot be tuned (it is {self.fixed[k]} "
+                                f"in proxy.{k}); the μP multipliers live in your model, so tune "
+                                f"only lr: remove {k} from stages.stage.*.params")
+        return self
+
+    def source_hash(self) -> str:
+        """sha256 over the source files of the builder and of every module class it builds.
+
+        Part of the run's fingerprint: a fixed model is a new run, never a resumed old one.
+        """
+        objs = [getattr(self.build_fn, "func", self.build_fn)]  # unwrap functools.partial
+        objs += [type(m) for m in self.skeleton(self.base_width).modules()]
+        files = set()
+        for obj in objs:
+            try:
+                files.add(inspect.getsourcefile(obj))
+            except TypeError:  # builtins have no source file
+                continue
+        # Per-file digests, sorted: the same code installed elsewhere hashes the same.
+        digests = sorted(hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files if f)
+        return hashlib.sha256("".join(digests).encode()).hexdigest()
+
+    # ---- accounting -------------------------------------------------------------------
+    def n_params(self, width: int) -> int:
+        return sum(p.numel() for p in self.skeleton(width).parameters())
+
+    def flops_per_token(self, width: int) -> float:
+        """6·N, N without embedding tables (lookups, not matmuls). An attention term
+        (12·layers·width·seq_len for the built-in family) is left out: the shapes do not say
+        how many attention layers a custom model has, so this undercounts attention models."""
+        model = self.skeleton(width)
+        tables = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+        tied = {id(m.weight) for m in model.modules() if isinstance(m, nn.Linear)}
+        n = sum(p.numel() for p in model.parameters() if id(p) not in tables or id(p) in tied)
+        return 6.0 * n
