@@ -310,14 +310,58 @@ def _in_space(value, p) -> bool:
     return p.low <= value <= p.high
 
 
+def _distribution(p) -> optuna.distributions.BaseDistribution:
+    if p.type == "categorical":
+        return optuna.distributions.CategoricalDistribution(list(p.choices))
+    if p.type == "int":
+        return optuna.distributions.IntDistribution(int(p.low), int(p.high), log=bool(p.log))
+    return optuna.distributions.FloatDistribution(float(p.low), float(p.high), log=bool(p.log))
+
+
+def best_trial(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    return min(done, key=lambda t: (t.value, t.number)) if done else None
+
+
 def seed_incumbent(ctx: Context, study: optuna.Study, space: dict, hp: dict) -> None:
-    """Queue the values frozen so far as a stage's first trial, so a stage can only improve."""
+    """Queue the values frozen so far as a new study's first trial (to be trained)."""
     with ctx.lock():
         if study.get_trials(deepcopy=False):
             return
         incumbent = {k: hp[k] for k in space if _in_space(hp[k], space[k])}
         if len(incumbent) == len(space):
             study.enqueue_trial(incumbent, user_attrs={"incumbent": True})
+
+
+def seed_stage(ctx: Context, study: optuna.Study, space: dict, hp: dict,
+               previous: optuna.trial.FrozenTrial | None, trials: int) -> None:
+    """Open a stage with what is already known, so it can only improve and never repeats work.
+
+    The incumbent (the values frozen so far) was trained by the previous stage's best trial at
+    the same width, seed and tokens; training is deterministic, so its result is copied in as
+    this stage's first trial instead of being trained again. A stage over one categorical
+    parameter (batch size) is not sampled at all: its other choices are queued nearest to the
+    incumbent first, as many as the stage has trials, so no choice is ever trained twice.
+    """
+    with ctx.lock():
+        if study.get_trials(deepcopy=False):
+            return
+        incumbent = {k: hp[k] for k in space if _in_space(hp[k], space[k])}
+        if previous is not None and len(incumbent) == len(space):
+            study.add_trial(optuna.trial.create_trial(
+                params=incumbent, distributions={k: _distribution(space[k]) for k in space},
+                value=previous.value, intermediate_values=previous.intermediate_values,
+                user_attrs={**previous.user_attrs, "incumbent": True, "seconds": 0.0,
+                            "flops": 0.0, "tokens": 0, "copied_from_trial": previous.number}))
+        if len(space) == 1:
+            name, p = next(iter(space.items()))
+            if p.type == "categorical":
+                choices = list(p.choices)
+                here = choices.index(incumbent[name]) if name in incumbent else 0
+                others = sorted((c for c in choices if c != incumbent.get(name)),
+                                key=lambda c: (abs(choices.index(c) - here), choices.index(c)))
+                for choice in others[:trials - len(study.get_trials(deepcopy=False))]:
+                    study.enqueue_trial({name: choice})
 
 
 def run_stages(ctx: Context) -> dict:
@@ -328,8 +372,9 @@ def run_stages(ctx: Context) -> dict:
         study = open_study(ctx, index, name)
         total = cfg.stages.stage[name].trials
         space = stage_space(cfg, name, hp)
-        if index > 0:
-            seed_incumbent(ctx, study, space, hp)
+        previous = best_trial(open_study(ctx, index - 1, cfg.stages.order[index - 1])) \
+            if index > 0 else None
+        seed_stage(ctx, study, space, hp, previous, total)
         done = sum(t.state in FINISHED for t in study.get_trials(deepcopy=False))
         ctx.progress.stage_start(name, min(done, total), total)
         while True:
