@@ -156,6 +156,8 @@ class Search:
         same loss again, no information)."""
         seen, n = set(), 0
         for t in self.trials:
+            if t.tokens == 0:  # copied in (a stage's incumbent), not trained
+                continue
             key = tuple(sorted(t.hparams.items()))
             n += key in seen
             seen.add(key)
