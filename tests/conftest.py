@@ -16,6 +16,26 @@ from pathlib import Path
 
 import pytest
 
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread() -> Iterator[None]:
+    """Tiny models on shared cores: one intra-op thread each, in-process and in subprocesses.
+
+    With two threads, OpenMP's spin-waiting made a 10-step trial 20-50x slower whenever another
+    process held a core (measured while tests, workers and benchmarks shared 2 cores).
+    """
+    import torch
+
+    before, env = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
+    torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"
+    yield
+    torch.set_num_threads(before)
+    if env is None:
+        os.environ.pop("OMP_NUM_THREADS", None)
+    else:
+        os.environ["OMP_NUM_THREADS"] = env
+
+
 PG_USER = "transfer"  # database superuser inside the throwaway cluster
 PG_OS_USER = "transfer_pg"  # initdb refuses to run as root; as root we run the server as this
 

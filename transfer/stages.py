@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import optuna
 from optuna.trial import TrialState
 
@@ -108,7 +109,8 @@ def predict_seconds(ctx: Context, hp: dict, width: int) -> float:
         seq = ctx.plan.family.seq_len
         r = run_training(ctx, dict(hp, warmup_fraction=0.0), width=width, seed=0,
                          tokens=PROBE_STEPS * key[1] * seq, n_evals=1)
-        step_s = r.train_seconds / max(1, r.steps)
+        # The first steps pay one-time costs (allocator, kernels), so time the steady state.
+        step_s = float(np.median(r.step_seconds[2:] or r.step_seconds))
         eval_s = r.seconds - r.train_seconds  # one evaluation (plus a model build: negligible)
         ctx._probe[key] = (step_s, eval_s, r.seconds)
     step_s, eval_s, _ = ctx._probe[key]
@@ -334,7 +336,7 @@ def seed_incumbent(ctx: Context, study: optuna.Study, space: dict, hp: dict) -> 
 
 
 def seed_stage(ctx: Context, study: optuna.Study, space: dict, hp: dict,
-               previous: optuna.trial.FrozenTrial | None, trials: int) -> None:
+               previous: optuna.trial.FrozenTrial | None, trials: int, stage: str) -> None:
     """Open a stage with what is already known, so it can only improve and never repeats work.
 
     The incumbent (the values frozen so far) was trained by the previous stage's best trial at
@@ -352,7 +354,8 @@ def seed_stage(ctx: Context, study: optuna.Study, space: dict, hp: dict,
                 params=incumbent, distributions={k: _distribution(space[k]) for k in space},
                 value=previous.value, intermediate_values=previous.intermediate_values,
                 user_attrs={**previous.user_attrs, "incumbent": True, "seconds": 0.0,
-                            "flops": 0.0, "tokens": 0, "copied_from_trial": previous.number}))
+                            "flops": 0.0, "tokens": 0, "predicted_seconds": 0.0,
+                            "stage": stage, "copied_from_trial": previous.number}))
         if len(space) == 1:
             name, p = next(iter(space.items()))
             if p.type == "categorical":
@@ -374,7 +377,7 @@ def run_stages(ctx: Context) -> dict:
         space = stage_space(cfg, name, hp)
         previous = best_trial(open_study(ctx, index - 1, cfg.stages.order[index - 1])) \
             if index > 0 else None
-        seed_stage(ctx, study, space, hp, previous, total)
+        seed_stage(ctx, study, space, hp, previous, total, name)
         done = sum(t.state in FINISHED for t in study.get_trials(deepcopy=False))
         ctx.progress.stage_start(name, min(done, total), total)
         while True:

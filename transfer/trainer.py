@@ -75,6 +75,7 @@ class TrainResult:
     tokens: int  # tokens actually trained on
     seconds: float  # wall seconds, evaluation included
     train_seconds: float  # forward/backward/step only
+    step_seconds: list[float]  # each step's wall time (the first ones include warm-up)
     tokens_per_s: float
     peak_memory_bytes: int
     flops: float  # 6·N·tokens + attention term, for the tokens actually trained on
@@ -165,7 +166,7 @@ def train(family, spec: TrainSpec, corpus: Corpus, *, device: str = "auto",
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
 
-    curve, losses = [], []
+    curve, losses, step_times = [], [], []
     diverged = stopped = False
     reason, init_loss, last_finite, train_s = "completed", None, math.nan, 0.0
     step = 0
@@ -185,7 +186,8 @@ def train(family, spec: TrainSpec, corpus: Corpus, *, device: str = "auto",
             torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
         opt.step()
         value = loss.item()
-        train_s += time.perf_counter() - t0
+        step_times.append(time.perf_counter() - t0)
+        train_s += step_times[-1]
         losses.append(value)
         init_loss = value if init_loss is None else init_loss
         if not math.isfinite(value) or value > spec.divergence_factor * init_loss:
@@ -211,7 +213,7 @@ def train(family, spec: TrainSpec, corpus: Corpus, *, device: str = "auto",
     return TrainResult(
         val_loss=final, diverged=diverged, stopped=stopped, reason=reason, curve=curve,
         train_losses=losses, last_finite_loss=last_finite, steps=step, tokens=trained,
-        seconds=seconds, train_seconds=train_s, tokens_per_s=trained / max(train_s, 1e-9),
+        seconds=seconds, train_seconds=train_s, step_seconds=step_times, tokens_per_s=trained / max(train_s, 1e-9),
         peak_memory_bytes=int(peak), flops=family.flops_per_token(spec.width) * trained,
         device=str(dev) if dev.type == "cpu" else torch.cuda.get_device_name(dev),
         n_params=sum(p.numel() for p in model.parameters()))
