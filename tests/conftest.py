@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+
 @pytest.fixture(autouse=True, scope="session")
 def one_torch_thread() -> Iterator[None]:
     """Tiny models on shared cores: one intra-op thread each, in-process and in subprocesses.
