@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -33,8 +34,20 @@ def json_default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON data: {obj!r}")
 
 
+def strict(obj: Any) -> Any:
+    """NaN and ±inf (a diverged point, an undefined drift) become null: strict JSON for any
+    reader, not Python's NaN extension."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict(v) for v in obj]
+    return obj
+
+
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=2, default=json_default) + "\n"
+    return json.dumps(strict(obj), indent=2, default=json_default, allow_nan=False) + "\n"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
