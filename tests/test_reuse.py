@@ -19,7 +19,7 @@ from transfer.sweep import sweep
 CONF = str(Path(__file__).resolve().parent.parent / "conf")
 # Small enough for CI: 1-layer proxies at widths 16 → 32, a few steps per trial.
 SMALL = ["model=tiny", "budget=smoke", "proxy.width=16", "proxy.validation_width=32",
-         "train.tokens=4096", "train.n_evals=2", "stages.stage.lr.trials=3",
+         "train.tokens=8192", "train.n_evals=2", "stages.stage.lr.trials=3",
          "stages.stage.batch_size.trials=2", "stages.stage.warmup.trials=1",
          "validation.coord_widths=[16,32]", "validation.coord_steps=2", "progress=off"]
 

@@ -108,6 +108,9 @@ def reuse_archived(prep, run_dir: Path) -> str | None:
             src = make_storage({"kind": "journal"}, run_dir=Path(tmp))
             dst = make_storage({"kind": "journal"}, run_dir=run_dir)
             n = _copy_studies(src, row["name"], dst, prep.name)
+        coord_plot = src_dir / "plots" / "coord_check.png"  # its numbers came with the studies
+        if coord_plot.is_file():
+            prep.archive.copy_into(prep.name, "plots/coord_check.png", coord_plot)
         return f"reuse: {n} finished trials from archived run {row['name']!r} (same fingerprint)"
     return None
 
