@@ -108,18 +108,20 @@ def predict_seconds(ctx: Context, hp: dict, width: int) -> float:
     if key not in ctx._probe:
         seq = ctx.plan.family.seq_len
         r = run_training(ctx, dict(hp, warmup_fraction=0.0), width=width, seed=0,
-                         tokens=PROBE_STEPS * key[1] * seq, n_evals=1)
-        # The first steps pay one-time costs (allocator, kernels), so time the steady state.
+                         tokens=PROBE_STEPS * key[1] * seq, n_evals=2)
+        # The first step and the first evaluation pay one-time costs (allocator, kernels), so
+        # time the steady state: the median later step, the last of two evaluations.
         step_s = float(np.median(r.step_seconds[2:] or r.step_seconds))
-        eval_s = r.seconds - r.train_seconds  # one evaluation (plus a model build: negligible)
-        ctx._probe[key] = (step_s, eval_s, r.seconds)
-    step_s, eval_s, _ = ctx._probe[key]
+        eval_s = r.eval_seconds[-1] if r.eval_seconds else 0.0
+        setup_s = r.seconds - r.train_seconds - sum(r.eval_seconds)  # build, data: once a trial
+        ctx._probe[key] = (step_s, eval_s, setup_s, r.seconds)
+    step_s, eval_s, setup_s, _ = ctx._probe[key]
     steps = int(ctx.cfg.train.tokens) // (key[1] * ctx.plan.family.seq_len)
-    return steps * step_s + ctx.cfg.train.n_evals * eval_s
+    return setup_s + steps * step_s + ctx.cfg.train.n_evals * eval_s
 
 
 def probe_seconds(ctx: Context) -> float:
-    return sum(v[2] for v in ctx._probe.values())
+    return sum(v[3] for v in ctx._probe.values())
 
 
 # ---- studies ------------------------------------------------------------------------------

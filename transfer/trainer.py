@@ -76,6 +76,7 @@ class TrainResult:
     seconds: float  # wall seconds, evaluation included
     train_seconds: float  # forward/backward/step only
     step_seconds: list[float]  # each step's wall time (the first ones include warm-up)
+    eval_seconds: list[float]  # each held-out evaluation's wall time
     tokens_per_s: float
     peak_memory_bytes: int
     flops: float  # 6·N·tokens + attention term, for the tokens actually trained on
@@ -166,7 +167,7 @@ def train(family, spec: TrainSpec, corpus: Corpus, *, device: str = "auto",
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
 
-    curve, losses, step_times = [], [], []
+    curve, losses, step_times, eval_times = [], [], [], []
     diverged = stopped = False
     reason, init_loss, last_finite, train_s = "completed", None, math.nan, 0.0
     step = 0
@@ -197,7 +198,9 @@ def train(family, spec: TrainSpec, corpus: Corpus, *, device: str = "auto",
             break
         last_finite = value
         if step in eval_at:
+            t_eval = time.perf_counter()
             val = evaluate(model, held_out, dev, autocast)
+            eval_times.append(time.perf_counter() - t_eval)
             if not math.isfinite(val):
                 diverged, reason = True, f"diverged at step {step}: held-out loss {val}"
                 break
@@ -213,7 +216,8 @@ def train(family, spec: TrainSpec, corpus: Corpus, *, device: str = "auto",
     return TrainResult(
         val_loss=final, diverged=diverged, stopped=stopped, reason=reason, curve=curve,
         train_losses=losses, last_finite_loss=last_finite, steps=step, tokens=trained,
-        seconds=seconds, train_seconds=train_s, step_seconds=step_times, tokens_per_s=trained / max(train_s, 1e-9),
+        seconds=seconds, train_seconds=train_s, step_seconds=step_times,
+        eval_seconds=eval_times, tokens_per_s=trained / max(train_s, 1e-9),
         peak_memory_bytes=int(peak), flops=family.flops_per_token(spec.width) * trained,
         device=str(dev) if dev.type == "cpu" else torch.cuda.get_device_name(dev),
         n_params=sum(p.numel() for p in model.parameters()))
