@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+
 EXIT_OK = 0
 EXIT_USER_ERROR = 2
 EXIT_REJECTED = 3
@@ -17,3 +20,12 @@ class DataError(UserError):
 
 class BudgetExceeded(UserError):
     """The predicted or measured tuning cost exceeds the configured cap."""
+
+
+def exit_code(job: Callable[..., int], *args, **kwargs) -> int:
+    """Run a CLI job: its own exit code, or 2 with the UserError's one line on stderr."""
+    try:
+        return job(*args, **kwargs)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USER_ERROR

@@ -13,7 +13,7 @@ import math
 import multiprocessing
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -249,6 +249,24 @@ def take_trial(ctx: Context, study: optuna.Study, total: int | None) -> optuna.T
         return "wait" if running else "done"
 
 
+def n_finished(study: optuna.Study) -> int:
+    return sum(t.state in FINISHED for t in study.get_trials(deepcopy=False))
+
+
+def work(ctx: Context, study: optuna.Study, total: int | None) -> Iterator[optuna.Trial]:
+    """This worker's trials of `study`, one at a time, until the study needs no more; waits
+    while other workers finish the last ones, and stops at the spending cap."""
+    while True:
+        check_cap(ctx)
+        trial = take_trial(ctx, study, total)
+        if trial == "done":
+            return
+        if trial == "wait":
+            time.sleep(1.0)
+            continue
+        yield trial
+
+
 def check_cap(ctx: Context) -> None:
     c = ctx.cfg.cost
     if ctx.spent is None or (c.max_tuning_gpu_hours is None and c.max_wall_seconds is None):
@@ -380,20 +398,12 @@ def run_stages(ctx: Context) -> dict:
         previous = best_trial(open_study(ctx, index - 1, cfg.stages.order[index - 1])) \
             if index > 0 else None
         seed_stage(ctx, study, space, hp, previous, total, name)
-        done = sum(t.state in FINISHED for t in study.get_trials(deepcopy=False))
-        ctx.progress.stage_start(name, min(done, total), total)
-        while True:
-            check_cap(ctx)
-            trial = take_trial(ctx, study, total)
-            if trial == "done":
-                break
-            if trial == "wait":
-                time.sleep(1.0)
-                continue
+        ctx.progress.stage_start(name, min(n_finished(study), total), total)
+        for trial in work(ctx, study, total):
             trial_hp = dict(hp, **{k: _suggest(trial, k, p) for k, p in space.items()})
             run_one(ctx, study, trial, trial_hp, width=ctx.plan.width, seed=cfg.proxy.seed,
                     stage=name)
-            done = sum(t.state in FINISHED for t in study.get_trials(deepcopy=False))
+            done = n_finished(study)
             best = stage_winners(study)
             best_v = study.best_value if best else None
             ctx.progress.update(min(done, total), best_v, best)

@@ -9,7 +9,7 @@ import hydra
 from omegaconf import DictConfig
 
 from transfer.config import register_configs
-from transfer.errors import EXIT_USER_ERROR, UserError
+from transfer.errors import exit_code
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
@@ -18,11 +18,7 @@ def sweep(cfg: DictConfig) -> int:
     """Run the sweep; a user error becomes exit code 2 and one line on stderr."""
     from transfer.run import run_sweep
 
-    try:
-        return run_sweep(cfg)
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USER_ERROR
+    return exit_code(run_sweep, cfg)
 
 
 register_configs()

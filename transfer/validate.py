@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from transfer.audit import AuditFailed, audit, check_signature, probe_output, resolve_builder
 from transfer.config import ProxyConf, check_config, register_configs
-from transfer.errors import EXIT_OK, EXIT_REJECTED, EXIT_USER_ERROR, UserError
+from transfer.errors import EXIT_OK, EXIT_REJECTED, UserError, exit_code
 from transfer.family import MODEL_HPARAMS, ProxyPlan
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
@@ -241,11 +241,7 @@ def validate_model(build: Callable | str, *, width: int | None = None,
 
 def run(cfg: DictConfig) -> int:
     """`validate`, with bad input as exit code 2: one line, or one line per audit finding."""
-    try:
-        return validate(cfg)
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USER_ERROR
+    return exit_code(validate, cfg)
 
 
 register_configs()

@@ -11,7 +11,6 @@ like any stage.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from optuna.trial import TrialState
 
 from transfer.coord import coord_check, plot_coord
 from transfer.fit import fit_optimum
-from transfer.stages import Context, check_cap, run_one, take_trial
+from transfer.stages import Context, n_finished, run_one, work
 
 
 @dataclass
@@ -84,28 +83,16 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
     study = open_validation_study(ctx)
     enqueue_grid(ctx, study, center)
     total = 2 * v.seeds * v.points
-    ctx.progress.stage_start("validation", _finished(study), total)
-    while True:
-        check_cap(ctx)
-        trial = take_trial(ctx, study, None)
-        if trial == "done":
-            break
-        if trial == "wait":
-            time.sleep(1.0)
-            continue
+    ctx.progress.stage_start("validation", n_finished(study), total)
+    for trial in work(ctx, study, None):
         x = trial.suggest_float("log2_lr", xs[0], xs[-1])
         width = trial.suggest_categorical("width", [ctx.plan.width, ctx.plan.validation_width])
         seed = trial.suggest_categorical("seed", list(range(v.seeds)))
         run_one(ctx, study, trial, dict(hp, lr=2.0 ** x), width=width,
                 seed=ctx.cfg.proxy.seed + 1000 * seed, stage="validation", prune=False)
-        ctx.progress.update(_finished(study), None)
+        ctx.progress.update(n_finished(study), None)
     ctx.progress.stage_end()
     return study
-
-
-def _finished(study) -> int:
-    return sum(t.state in (TrialState.COMPLETE, TrialState.PRUNED)
-               for t in study.get_trials(deepcopy=False))
 
 
 def curves_from(study: optuna.Study, widths: list[int]) -> tuple[dict, dict]:
