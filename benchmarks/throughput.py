@@ -110,12 +110,15 @@ def main(argv=None) -> int:
         torch.testing.assert_close(torch.tensor(losses["bare"]), torch.tensor(losses["trainer"]))
     med = {k: statistics.median(v) for k, v in rates.items()}
     ratio = med["trainer"] / med["bare"]
+    # Each repeat runs both back to back, so its ratio cancels slow drifts in machine load.
+    paired = statistics.median(t / b for t, b in zip(rates["trainer"], rates["bare"]))
     print(f"device {device}, {args.parametrization} width {args.width}, {args.steps} steps of "
           f"{args.batch_size}×{fam.seq_len} tokens, {args.repeats} interleaved repeats")
     print("| loop | median tokens/s | min | max |\n|---|---|---|---|")
     for k, v in rates.items():
         print(f"| {k} | {med[k]:,.0f} | {min(v):,.0f} | {max(v):,.0f} |")
-    print(f"ratio trainer/bare: {ratio:.3f} (goal >= {GOAL}): {'PASS' if ratio >= GOAL else 'FAIL'}")
+    print(f"ratio of medians trainer/bare: {ratio:.3f}; median of per-repeat ratios: "
+          f"{paired:.3f} (goal >= {GOAL}): {'PASS' if min(ratio, paired) >= GOAL else 'FAIL'}")
     return 0
 
 
