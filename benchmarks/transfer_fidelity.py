@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import statistics
@@ -23,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from proxies import TransformerFamily
@@ -31,7 +33,7 @@ from transfer.fit import fit_optimum
 from transfer.trainer import TrainSpec, train
 
 STEP = 0.5  # grid spacing in log2(lr): half an octave
-FIELDS = ["parametrization", "width", "log2_lr", "seed", "val_loss", "diverged", "seconds"]
+FIELDS = ["config", "parametrization", "width", "log2_lr", "seed", "val_loss", "diverged", "seconds"]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -50,14 +52,17 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "falls with width; starting lower saves extensions, the fit is unaffected)")
     p.add_argument("--max-extend", type=int, default=4, help="extra points per side at most")
     p.add_argument("--window", type=int, default=5, help="points in the parabola fit")
+    p.add_argument("--bootstrap", type=int, default=1000, help="seed resamples for the drift's "
+                   "uncertainty (no training)")
     p.add_argument("--n-layers", type=int, default=2)
     p.add_argument("--d-head", type=int, default=16)
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--base-width", type=int, default=64)
-    p.add_argument("--attn-mult", type=float, default=1.0)
-    p.add_argument("--output-mult", type=float, default=1.0)
-    p.add_argument("--init-std", type=float, default=0.02)
-    p.add_argument("--input-mult", type=float, default=1.0)
+    # μP's tunable multipliers; SP stays the textbook baseline with the family defaults.
+    p.add_argument("--attn-mult", type=float, default=1.0, help="μP only")
+    p.add_argument("--output-mult", type=float, default=1.0, help="μP only")
+    p.add_argument("--init-std", type=float, default=0.02, help="μP only")
+    p.add_argument("--input-mult", type=float, default=1.0, help="μP only")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads; 1 keeps shared cores from stalling each other")
@@ -84,7 +89,7 @@ class Runs:
 
     @staticmethod
     def key(r: dict) -> tuple:
-        return r["parametrization"], r["width"], round(r["log2_lr"], 6), r["seed"]
+        return r["config"], r["width"], round(r["log2_lr"], 6), r["seed"]
 
     def add(self, row: dict) -> None:
         new = not self.path.exists()
@@ -97,39 +102,53 @@ class Runs:
 
 
 def family(args, parametrization: str) -> TransformerFamily:
-    return TransformerFamily(n_layers=args.n_layers, d_head=args.d_head, seq_len=args.seq_len,
-                             base_width=args.base_width, parametrization=parametrization,
-                             attn_mult=args.attn_mult, output_mult=args.output_mult,
-                             init_std=args.init_std,
-                             input_mult=args.input_mult)
+    fam = TransformerFamily(n_layers=args.n_layers, d_head=args.d_head, seq_len=args.seq_len,
+                            base_width=args.base_width, parametrization=parametrization)
+    if parametrization == "mup":
+        fam = fam.replace(attn_mult=args.attn_mult, output_mult=args.output_mult,
+                          init_std=args.init_std, input_mult=args.input_mult)
+    return fam
 
 
-def mean_loss(args, runs: Runs, fam, width: int, log2_lr: float, corpus) -> float:
-    """Seed-averaged final held-out loss at one grid point; inf if any seed diverged."""
+def config_id(args, fam: TransformerFamily) -> str:
+    """Everything but width, lr and seed that decides a run's loss: runs are reused only when
+    this matches, so one --out folder can hold several configurations without mixing them."""
+    text = f"{fam!r} steps={args.steps} batch_size={args.batch_size}"
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def mean(losses: list[float]) -> float:
+    """Seed average; inf if any seed diverged (a diverging lr is not a usable lr)."""
+    return statistics.fmean(losses) if all(map(math.isfinite, losses)) else math.inf
+
+
+def seed_losses(args, runs: Runs, fam, width: int, log2_lr: float, corpus) -> list[float]:
+    """Final held-out loss of each seed at one grid point, training the missing ones."""
     losses = []
     for seed in range(args.seeds):
-        key = (fam.parametrization, width, round(log2_lr, 6), seed)
+        key = (config_id(args, fam), width, round(log2_lr, 6), seed)
         if key not in runs.rows:
             spec = TrainSpec(width=width, lr=2.0 ** log2_lr, batch_size=args.batch_size,
                              tokens=args.batch_size * fam.seq_len * args.steps, n_evals=1,
                              seed=seed)
             t0 = time.perf_counter()
             r = train(fam, spec, corpus, device=args.device)
-            runs.add({"parametrization": fam.parametrization, "width": width,
+            runs.add({"config": key[0], "parametrization": fam.parametrization, "width": width,
                       "log2_lr": log2_lr, "seed": seed, "val_loss": r.val_loss,
                       "diverged": r.diverged, "seconds": round(time.perf_counter() - t0, 2)})
             print(f"  {fam.parametrization} w={width} log2_lr={log2_lr:+.1f} seed={seed}: "
                   f"{r.val_loss:.4f}{' (diverged)' if r.diverged else ''}", flush=True)
         losses.append(runs.rows[key]["val_loss"])
-    return statistics.fmean(losses) if all(map(math.isfinite, losses)) else math.inf
+    return losses
 
 
 def sweep_width(args, runs: Runs, fam, width: int, centre: float, corpus) -> dict:
     """Grid around `centre`, extended while the minimum sits on an edge."""
     half = (args.points - 1) / 2
     grid = [centre + STEP * (i - half) for i in range(args.points)]
-    curve = {x: mean_loss(args, runs, fam, width, x, corpus) for x in grid}
+    per_seed = {x: seed_losses(args, runs, fam, width, x, corpus) for x in grid}
     for _ in range(args.max_extend):
+        curve = {x: mean(v) for x, v in per_seed.items()}
         xs = sorted(curve)
         best = min(xs, key=lambda x: curve[x])
         if best == xs[0]:
@@ -138,14 +157,36 @@ def sweep_width(args, runs: Runs, fam, width: int, centre: float, corpus) -> dic
             new = xs[-1] + STEP
         else:
             break
-        curve[new] = mean_loss(args, runs, fam, width, new, corpus)
-    xs = sorted(curve)
-    opt, best_loss, edge = fit_optimum(xs, [curve[x] for x in xs], window=args.window)
-    return {"width": width, "log2_lrs": xs, "losses": [curve[x] for x in xs],
+        per_seed[new] = seed_losses(args, runs, fam, width, new, corpus)
+    xs = sorted(per_seed)
+    losses = [mean(per_seed[x]) for x in xs]
+    opt, best_loss, edge = fit_optimum(xs, losses, window=args.window)
+    return {"width": width, "log2_lrs": xs, "losses": losses, "seed_losses": [per_seed[x] for x in xs],
             "optimum_log2_lr": opt, "best_loss": best_loss, "edge_hit": edge}
 
 
-def summarise(results: dict, widths: list[int]) -> dict:
+def bootstrap_drift(args, results: dict, small: int, large: int) -> dict[str, list[float]]:
+    """5th and 95th percentile of the drift when the seeds are resampled with replacement.
+
+    One resample is shared by every curve: seed k means the same init and data order at every
+    width and lr, so differences between curves keep their pairing.
+    """
+    rng = np.random.default_rng(0)
+    drifts: dict[str, list[float]] = {p: [] for p in results}
+    for _ in range(args.bootstrap):
+        pick = rng.integers(0, args.seeds, args.seeds)
+        for p, per_width in results.items():
+            opt = {}
+            for w in (small, large):
+                r = per_width[w]
+                losses = [mean([s[i] for i in pick]) for s in r["seed_losses"]]
+                opt[w] = fit_optimum(r["log2_lrs"], losses, window=args.window)[0]
+            drifts[p].append(opt[large] - opt[small])
+    return {p: [float(np.percentile(d, 5)), float(np.percentile(d, 95))]
+            for p, d in drifts.items()}
+
+
+def summarise(args, results: dict, widths: list[int]) -> dict:
     small, large = min(widths), max(widths)
     out = {}
     for p, per_width in results.items():
@@ -158,18 +199,24 @@ def summarise(results: dict, widths: list[int]) -> dict:
     if "mup" in out and "sp" in out:
         goals[f"mup best loss at {large} <= sp's"] = (
             results["mup"][large]["best_loss"] <= results["sp"][large]["best_loss"])
-    return {"drift": {p: v["drift"] for p, v in out.items()}, "goals": goals}
+    return {"drift": {p: v["drift"] for p, v in out.items()}, "goals": goals,
+            "drift_90pct_bootstrap": bootstrap_drift(args, results, small, large)}
 
 
-def markdown(results: dict, summary: dict) -> str:
-    lines = ["| parametrization | width | optimum log2(lr) | best loss | grid (log2 lr) | edge hit |",
+def markdown(args, results: dict, summary: dict) -> str:
+    lines = [f"μP multipliers: attn_mult={args.attn_mult}, output_mult={args.output_mult}, "
+             f"init_std={args.init_std}, input_mult={args.input_mult} (SP: family defaults); "
+             f"{args.seeds} seeds, {args.steps} steps of {args.batch_size}×{args.seq_len}", "",
+             "| parametrization | width | optimum log2(lr) | best loss | grid (log2 lr) | edge hit |",
              "|---|---|---|---|---|---|"]
     for p, per_width in results.items():
         for w, r in per_width.items():
             lines.append(f"| {p} | {w} | {r['optimum_log2_lr']:+.2f} | {r['best_loss']:.4f} | "
                          f"{r['log2_lrs'][0]:+.1f} … {r['log2_lrs'][-1]:+.1f} | {r['edge_hit']} |")
     lines.append("")
-    lines += [f"- {p} drift (wide − narrow): {d:+.2f} octaves" for p, d in summary["drift"].items()]
+    ci = summary["drift_90pct_bootstrap"]
+    lines += [f"- {p} drift (wide − narrow): {d:+.2f} octaves (90% bootstrap over seeds: "
+              f"{ci[p][0]:+.2f} … {ci[p][1]:+.2f})" for p, d in summary["drift"].items()]
     lines += [f"- goal {g}: {'PASS' if ok else 'FAIL'}" for g, ok in summary["goals"].items()]
     return "\n".join(lines)
 
@@ -189,8 +236,8 @@ def main(argv=None) -> int:
                 args.sp_centre - args.sp_shift * math.log2(w / args.base_width))
             print(f"{p} width {w}: grid centred at log2 lr {centre:+.2f}", flush=True)
             results[p][w] = sweep_width(args, runs, fam, w, centre, corpus)
-    summary = summarise(results, args.widths)
-    table = markdown(results, summary)
+    summary = summarise(args, results, args.widths)
+    table = markdown(args, results, summary)
     (out / "summary.json").write_text(json.dumps(
         {"args": vars(args), "results": {p: {str(w): r for w, r in v.items()}
                                          for p, v in results.items()}, **summary}, indent=2))
