@@ -39,6 +39,9 @@ class ModelConf:
     mlp: str = "swiglu"
     positions: str = "rope"
     train_tokens: float = MISSING  # pretraining tokens D
+    rope_theta: float = 10000.0  # rotary base; the proxies use the target's
+    rope_scaling: dict[str, Any] | None = None  # as in the HF config.json (Llama 3.x: llama3)
+    norm_eps: float = 1e-5  # RMSNorm/LayerNorm ε; the proxies use the target's
 
 
 @dataclass
@@ -122,6 +125,13 @@ class ValidationConf:
     coord_widths: list[int] = field(default_factory=lambda: [32, 64, 128, 256])
     coord_steps: int = 4
     coord_max_slope: float = 0.25  # |d log2 l1 / d log2 width| allowed for μP activations
+    max_extend: int = 3  # grid steps added per side, at most, to bracket an optimum at an edge
+    min_seeds: int = 2  # fewer: inconclusive (one seed cannot tell noise from signal)
+    min_points: int = 5  # finite points per width in the fit, fewer: inconclusive
+    min_curvature_snr: float = 3.0  # curvature / its standard error; flat curves never pass
+    confidence: float = 0.90  # of the drift, gap and optimum intervals (two-sided)
+    can_pass: bool = True  # false on budgets too small for a verdict (budget=smoke)
+    decide_hint: str = "budget=thorough, or validation.seeds=4"  # printed when inconclusive
 
 
 @dataclass
@@ -161,6 +171,30 @@ class CostConf:
 
 
 @dataclass
+class ScalingConf:
+    """Rules for what μP does not carry (transfer/scaling.py); conf/scaling/ picks a set."""
+
+    name: str = "default"
+    batch_rule: str = "step_law"  # step_law | deepseek | fixed: optimal batch tokens vs D
+    batch_tokens: float | None = None  # batch_rule=fixed only
+    horizon_rule: str = "bjorck"  # bjorck | step_law | none: lr vs token horizon, fixed batch
+    horizon_beta: float = 0.32  # Bjorck et al.'s exponent (models >= 760M)
+    batch_lr_rule: str = "adam_sqrt"  # adam_sqrt | none: lr when the batch changes
+    warmup_rule: str = "tokens_per_param"  # tokens_per_param | fixed_steps
+    warmup_tokens_per_param: float = 1.0
+    warmup_steps: int = 2000  # warmup_rule=fixed_steps (Llama 2's)
+    # AdamW timescale τ = B/(η·λ·D) of a published recipe (default: Llama 2 7B)
+    tau_recipe: dict[str, float] = field(default_factory=lambda: {
+        "batch_tokens": 4.0e6, "lr": 3.0e-4, "weight_decay": 0.1, "tokens": 2.0e12})
+    tau_source: str = "Llama 2 7B (Touvron et al. 2023, §2.2)"
+    schedule: str = "cosine"
+    min_lr_fraction: float = 0.1  # Llama 2: cosine down to 10 % of the peak
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.95])  # as the proxies trained
+    eps: float = 1e-8  # Adam ε at base width (the proxies' MuAdamW default)
+    grad_clip: float = 1.0
+
+
+@dataclass
 class Config:
     model: ModelConf = field(default_factory=ModelConf)
     proxy: ProxyConf = field(default_factory=ProxyConf)
@@ -172,6 +206,7 @@ class Config:
     hardware: HardwareConf = field(default_factory=HardwareConf)
     storage: StorageConf = field(default_factory=StorageConf)
     cost: CostConf = field(default_factory=CostConf)
+    scaling: ScalingConf = field(default_factory=ScalingConf)
     budget: str = "default"
     name: str | None = None  # run folder; None: <model>-<parametrization>-<fingerprint[:8]>
     archive_dir: str = "sweeps"
@@ -259,6 +294,12 @@ def check_config(cfg: DictConfig | Config) -> None:
         _fail(f"validation.points must be >= 3 to fit a parabola, got {v.points}")
     if v.seeds < 1:
         _fail(f"validation.seeds must be >= 1, got {v.seeds}")
+    if v.max_extend < 0:
+        _fail(f"validation.max_extend must be >= 0, got {v.max_extend}")
+    if v.min_points < 3:
+        _fail(f"validation.min_points must be >= 3 to fit a parabola, got {v.min_points}")
+    if not 0 < v.confidence < 1:
+        _fail(f"validation.confidence must be in (0, 1), got {v.confidence}")
     if c.cost.n_gpus < 1:
         _fail(f"cost.n_gpus must be >= 1, got {c.cost.n_gpus}")
     if not 0 < c.hardware.utilization <= 1:

@@ -72,3 +72,17 @@ def hidden_weight_decay(weight_decay: float, mult: float) -> float:
 def vector_weight_decay(weight_decay: float) -> float:
     """Weight decay of vector-like parameters: unchanged with width."""
     return weight_decay
+
+
+def matrix_eps(eps: float, mult: float, depth_mult: float = 1.0) -> float:
+    """Adam ε of hidden, embedding and readout matrices: ε / width_mult (× a depth factor, 1
+    until depth transfer exists). μP shrinks these gradients ∝ 1/width; an ε that stays put
+    would grow relative to √v and turn Adam into SGD at large width (Everett et al. 2024,
+    arXiv 2407.05872, the "epsilon" section: ε must scale like the gradients it is added to)."""
+    return eps / mult * depth_mult
+
+
+def vector_eps(eps: float) -> float:
+    """Adam ε of norm gains and biases: their gradients do not shrink with width, so ε does
+    not either."""
+    return eps
