@@ -1,0 +1,31 @@
+"""Shared by tests/test_hf.py and tests/test_apply.py: a small emitted target.yaml, no sweep."""
+
+from __future__ import annotations
+
+from transfer.emit import emit_target
+
+BASE_WIDTH = 32
+# d_head 16 (the proxy family's), width_mult 4; unlike the defaults so a swapped field shows up.
+MODEL = {"name": "small", "source": "test target", "d_model": 128, "n_layers": 2, "n_heads": 8,
+         "n_kv_heads": 4, "d_ff": 512, "vocab_size": 256, "seq_len": 32,
+         "tied_embeddings": False, "norm": "rmsnorm", "mlp": "swiglu", "positions": "rope",
+         "train_tokens": 1.0e6}
+WINNERS = {"lr": 3e-3, "batch_size": 8, "warmup_fraction": 0.1, "input_mult": 0.5,
+           "output_mult": 2.0, "init_std": 0.05, "attn_mult": 1.5, "weight_decay": 0.1,
+           "schedule": "cosine"}
+PROXY = {"parametrization": "mup", "width": 32, "validation_width": 128, "n_layers": 1,
+         "d_head": 16, "seq_len": 32, "vocab_size": 256, "data": "stdlib", "kv_group": 2,
+         "tokens_per_trial": 5120}
+
+
+def small_target(*, proxy: dict | None = None, winners: dict | None = None,
+                 **model_changes) -> dict:
+    """target.yaml (as a dict) for MODEL with `model_changes`, emitted as a sweep would."""
+    return emit_target({**MODEL, **model_changes}, base_width=BASE_WIDTH,
+                       winners={**WINNERS, **(winners or {})}, proxy={**PROXY, **(proxy or {})},
+                       validated=True, drift_log2=0.0, fingerprint="f00d", budget={},
+                       created="2025-01-01T00:00:00+00:00")
+
+
+def group(target: dict, name: str) -> dict:
+    return next(g for g in target["param_groups"] if g["name"] == name)

@@ -1,0 +1,116 @@
+"""transfer.hf: target.yaml → GraniteConfig (hf/config.json), against target.yaml's own numbers
+and against what GraniteForCausalLM actually does with them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from helpers_target import group, small_target
+from transfer import hf
+from transfer.archive import Archive
+
+
+@pytest.fixture(scope="module")
+def transformers():
+    mod = hf.transformers_or_none()
+    if mod is None:
+        pytest.skip(f"transformers not installed ({hf.INSTALL_HINT})")
+    return mod
+
+
+# ---- the pure mapping (no transformers needed) ----------------------------------------------
+def test_config_dict_carries_target_shapes():
+    d = hf.config_dict(small_target())
+    assert (d["hidden_size"], d["num_hidden_layers"], d["num_attention_heads"],
+            d["num_key_value_heads"], d["intermediate_size"], d["vocab_size"],
+            d["max_position_embeddings"]) == (128, 2, 8, 4, 512, 256, 32)
+    assert d["tie_word_embeddings"] is False and d["hidden_act"] == "silu"
+    assert "head_dim" not in d  # 128 / 8 = 16: Granite derives it
+
+
+def test_config_dict_multipliers_are_target_yaml_values():
+    t = small_target()
+    d, mup = hf.config_dict(t), t["mup"]
+    assert d["embedding_multiplier"] == mup["input_mult"] == 0.5
+    assert d["attention_multiplier"] == pytest.approx(1.5 / 16)  # μP: attn_mult / d_head
+    assert d["attention_multiplier"] == mup["attn_scale"]
+    # Granite divides the logits by logits_scaling; μP multiplies by output_mult / width_mult
+    assert d["logits_scaling"] == pytest.approx(1 / mup["logits_scale"]) == pytest.approx(4 / 2.0)
+    assert d["residual_multiplier"] == 1.0
+    assert d["initializer_range"] == group(t, "hidden")["init_std"] == pytest.approx(0.05 / 2)
+
+
+def test_rope_theta_and_norm_eps_default_and_follow_the_model():
+    d = hf.config_dict(small_target())
+    assert d["rope_theta"] == hf.DEFAULT_ROPE_THETA and d["rms_norm_eps"] == hf.DEFAULT_NORM_EPS
+    d = hf.config_dict(small_target(rope_theta=500000.0, norm_eps=1e-6))
+    assert d["rope_theta"] == 500000.0 and d["rms_norm_eps"] == 1e-6
+
+
+def test_head_dim_is_written_when_heads_do_not_divide_width():
+    d = hf.config_dict(small_target(n_heads=4, n_kv_heads=4))  # d_head 32 = 128 / 4: derived
+    assert "head_dim" not in d
+    t = small_target()
+    t["mup"]["d_head"] = 32  # 8 heads × 32 ≠ 128
+    assert hf.config_dict(t)["head_dim"] == 32
+
+
+@pytest.mark.parametrize(("field", "value"), [("norm", "layernorm"), ("positions", "learned"),
+                                              ("mlp", "gelu")])
+def test_architecture_granite_cannot_express_is_refused(field, value):
+    with pytest.raises(hf.NotExpressible, match=f"model.{field}"):
+        hf.config_dict(small_target(**{field: value}))
+
+
+def test_without_transformers_hf_is_skipped_with_the_install_hint(tmp_path, monkeypatch):
+    monkeypatch.setattr(hf, "transformers_or_none", lambda: None)
+    a = Archive(tmp_path)
+    a.create_run("r", fingerprint="f00d")
+    note = hf.write_config(a, "r", small_target())
+    assert "pip install -e '.[hf]'" in note
+    assert not (tmp_path / "r" / "hf").exists()
+
+
+# ---- with transformers ----------------------------------------------------------------------
+def test_written_config_loads_with_autoconfig(tmp_path, transformers):
+    t = small_target(tied_embeddings=True)
+    a = Archive(tmp_path)
+    a.create_run("r", fingerprint="f00d")
+    assert hf.write_config(a, "r", t) is None
+    raw = json.loads((tmp_path / "r" / "hf" / "config.json").read_text())
+    assert raw["model_type"] == "granite"
+    cfg = transformers.AutoConfig.from_pretrained(tmp_path / "r" / "hf")
+    assert type(cfg).__name__ == "GraniteConfig"
+    want = hf.config_dict(t)
+    for key in ("hidden_size", "num_hidden_layers", "vocab_size", "embedding_multiplier",
+                "attention_multiplier", "logits_scaling", "initializer_range",
+                "tie_word_embeddings", "rms_norm_eps"):
+        assert getattr(cfg, key) == pytest.approx(want[key]), key
+
+
+def test_reduced_granite_keeps_the_multipliers_of_target_yaml(transformers):
+    t = small_target()
+    cfg = hf.granite_config(t, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                            num_attention_heads=4, num_key_value_heads=2)
+    model = transformers.GraniteForCausalLM(cfg)
+    assert model.model.embedding_multiplier == t["mup"]["input_mult"]
+    assert model.model.layers[0].self_attn.scaling == pytest.approx(t["mup"]["attn_scale"])
+    assert 1 / model.config.logits_scaling == pytest.approx(t["mup"]["logits_scale"])
+    assert model.model.layers[0].residual_multiplier == 1.0
+    assert model.lm_head.weight.shape == (256, 64) and len(model.model.layers) == 1
+
+
+def test_granite_divides_logits_by_logits_scaling(transformers):
+    """The convention config_dict relies on, measured on the installed transformers."""
+    t = small_target()
+    kw = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+          "num_attention_heads": 2, "num_key_value_heads": 2}
+    tokens = torch.randint(0, 256, (1, 8), generator=torch.Generator().manual_seed(0))
+    one, four = (transformers.GraniteForCausalLM(hf.granite_config(t, logits_scaling=s, **kw))
+                 for s in (1.0, 4.0))
+    four.load_state_dict(one.state_dict())  # same weights, only the config differs
+    with torch.no_grad():
+        torch.testing.assert_close(four(tokens).logits, one(tokens).logits / 4.0)
