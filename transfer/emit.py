@@ -185,7 +185,8 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
     ok = bool(validated) and parametrization == "mup"
     model_block = {k: m[k] for k in ("name", "source", "d_model", "n_layers", "n_heads",
                                      "n_kv_heads", "d_ff", "vocab_size", "seq_len",
-                                     "tied_embeddings", "norm", "mlp", "positions") if k in m}
+                                     "tied_embeddings", "norm", "mlp", "positions", "rope_theta",
+                                     "norm_eps") if k in m}
     model_block.update(d_head=d_head, n_params=counts["n_params"],
                        n_params_flops=counts["n_params_flops"])
     proxy_block = {"parametrization": parametrization, "base_width": base_width}

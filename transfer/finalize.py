@@ -294,6 +294,9 @@ def _write_all(prep, trials, verdict, cost, target, summaries) -> None:
                            validation=None if verdict is None else verdict.to_dict(),
                            target=target, cost=cost, plots=plots)
     a.write_text(name, "report.md", report)
+    from transfer.hf import write_config  # hf/config.json: a GraniteConfig for the target
+    if (note := write_config(a, name, target)) is not None:
+        print(note)
 
 
 def _summary(ctx, prep, summaries, verdict, cost) -> None:
