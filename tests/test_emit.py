@@ -58,17 +58,24 @@ def test_mup_block_follows_the_formulas(name):
 def test_param_groups_follow_the_adam_table(name):
     m = load_model(name)
     mult = m["d_model"] / BASE_WIDTH
-    g = groups(make(name))
+    t = make(name)
+    g, tr = groups(t), t["train"]
+    lr, wd = tr["lr"], tr["weight_decay"]  # base lr after the horizon/batch rules; wd from τ
     assert list(g) == ["hidden", "embedding", "readout", "vector"]
-    assert g["hidden"]["lr"] == pytest.approx(3e-3 / mult)
+    assert g["hidden"]["lr_transferred"] == pytest.approx(3e-3 / mult)  # μP, as tuned
+    assert g["hidden"]["lr"] == pytest.approx(lr / mult)  # the same rule on the launch lr
     assert g["hidden"]["init_std"] == pytest.approx(0.03 / math.sqrt(mult))
-    assert g["hidden"]["weight_decay"] == pytest.approx(0.1 * mult)
+    assert g["hidden"]["weight_decay"] == pytest.approx(wd * mult)
     # decoupled AdamW shrinks by lr·wd per step: width-independent for hidden matrices
-    assert g["hidden"]["lr"] * g["hidden"]["weight_decay"] == pytest.approx(3e-3 * 0.1)
+    assert g["hidden"]["lr"] * g["hidden"]["weight_decay"] == pytest.approx(lr * wd)
     for k in ("embedding", "readout", "vector"):
-        assert g[k]["lr"] == 3e-3  # vector-like: unchanged with width
-    assert g["embedding"]["init_std"] == 0.03 and g["embedding"]["weight_decay"] == 0.1
-    assert g["readout"]["weight_decay"] == 0.1
+        assert g[k]["lr"] == lr and g[k]["lr_transferred"] == 3e-3  # unchanged with width
+    assert g["embedding"]["init_std"] == 0.03 and g["embedding"]["weight_decay"] == wd
+    assert g["readout"]["weight_decay"] == wd
+    # Adam ε: matrix-like groups ε / width_mult, vector groups ε
+    for k in ("hidden", "embedding", "readout"):
+        assert g[k]["eps"] == pytest.approx(tr["eps"] / mult)
+    assert g["vector"]["eps"] == tr["eps"]
     assert g["readout"]["logits_scale"] == pytest.approx(2.0 / mult)
     assert g["vector"]["init"] == "ones" and g["vector"]["init_std"] is None
     assert g["vector"]["weight_decay"] == 0.0
@@ -100,7 +107,8 @@ def test_at_base_width_mup_values_equal_the_tuned_ones():
     t = emit.emit_target(tiny, base_width=256, winners=WINNERS, proxy=PROXY, validated=True,
                          drift_log2=0.0, fingerprint="x", budget={}, created="now")
     g = groups(t)
-    assert g["hidden"]["lr"] == 3e-3 and g["hidden"]["init_std"] == 0.03
+    assert g["hidden"]["lr_transferred"] == 3e-3 and g["hidden"]["init_std"] == 0.03
+    assert g["hidden"]["lr"] == t["train"]["lr"] and g["hidden"]["eps"] == t["train"]["eps"]
     assert t["mup"]["logits_scale"] == 2.0
 
 
@@ -111,7 +119,8 @@ def test_sp_proxy_emits_naive_values_and_is_never_validated():
     assert "sp" in t["provenance"]["warning"] and "do not transfer" in t["provenance"]["warning"]
     assert list(t["provenance"])[:2] == ["validated", "warning"]
     g = groups(t)
-    assert g["hidden"]["lr"] == 3e-3  # plain AdamW: no width scaling
+    assert g["hidden"]["lr_transferred"] == 3e-3  # plain AdamW: no width scaling
+    assert g["hidden"]["lr"] == g["vector"]["lr"] and g["hidden"]["eps"] == g["vector"]["eps"]
     assert t["mup"]["attn_scale"] == pytest.approx(1.5 / math.sqrt(128))
     assert t["mup"]["logits_scale"] == 2.0
 
@@ -128,19 +137,51 @@ def test_unvalidated_transfer_is_flagged_at_the_top_of_provenance():
 @pytest.mark.parametrize("name", ["3b", "7b"])
 def test_train_block_arithmetic(name):
     m, tr = load_model(name), make(name)["train"]
-    assert tr["lr"] == 3e-3 and tr["batch_size"] == 32  # base lr as tuned; sequences as tuned
-    assert tr["batch_tokens"] == 32 * m["seq_len"]
+    assert tr["lr_transferred"] == 3e-3  # base lr as tuned
+    assert tr["lr"] == pytest.approx(3e-3 * tr["lr_factor"])
+    terms = tr["lr_factor_terms"]
+    assert tr["lr_factor"] == pytest.approx(terms["horizon"] * terms["batch"])
+    assert tr["batch_tokens"] == tr["batch_size"] * m["seq_len"]
+    assert tr["batch_size"] != 32  # the proxies' batch-stage winner is never copied
     assert tr["total_tokens"] == float(m["train_tokens"])
     assert abs(tr["total_steps"] * tr["batch_tokens"] - tr["total_tokens"]) <= tr["batch_tokens"]
-    assert tr["warmup_steps"] == round(0.07 * tr["total_steps"])
+    assert tr["warmup_tokens"] == tr["warmup_steps"] * tr["batch_tokens"]
+    assert tr["warmup_fraction"] != 0.07  # the proxies' fraction is never copied
     assert tr["schedule"] == "cosine" and tr["min_lr_fraction"] == 0.1
 
 
-def test_7b_steps_by_hand():
+def test_7b_train_block_by_hand():
+    tr = make("7b")["train"]  # n_gpus=1: the batch is a whole number of 4096-token sequences
+    # Step Law: B = 0.58 · (2e12)^0.571 = 6,127,6xx tokens → 1496 sequences of 4096
+    assert tr["batch_size"] == round(0.58 * 2e12 ** 0.571 / 4096) == 1496
+    assert tr["batch_tokens"] == 1496 * 4096 == 6_127_616
+    assert tr["total_steps"] == round(2e12 / 6_127_616) == 326_391
+    # lr: (2e12 / 307,200)^-0.32 at the proxies' 32 × 128 tokens, then √(6,127,616 / 4096)
+    assert tr["lr_factor"] == pytest.approx((2e12 / 307200) ** -0.32 * (6_127_616 / 4096) ** 0.5)
+    # warmup: N = 6,738,415,616 tokens (k = 1) / 6,127,616 per step = 1099.7 → 1100 steps
+    assert tr["warmup_steps"] == 1100
+    # τ of Llama 2 7B = 4e6 / (3e-4 · 0.1 · 2e12) = 1/15; λ = B / (τ·η·D)
+    assert tr["tau"] == pytest.approx(1 / 15)
+    assert tr["weight_decay"] == pytest.approx(6_127_616 * 15 / (tr["lr"] * 2e12))
+
+
+def test_batch_is_a_multiple_of_what_the_gpus_can_use():
+    t = emit.emit_target(load_model("3b"), base_width=BASE_WIDTH, winners=WINNERS, proxy=PROXY,
+                         validated=True, drift_log2=0.0, fingerprint="x", budget={},
+                         created="now", n_gpus=256)
+    assert t["train"]["batch_tokens"] % (256 * 8192) == 0 and t["train"]["n_gpus"] == 256
+
+
+def test_every_train_value_has_a_provenance_label():
     tr = make("7b")["train"]
-    # 2e12 tokens / (32 × 4096 = 131,072 tokens per batch) = 15,258,789.06 → 15,258,789 steps
-    assert tr["batch_tokens"] == 131_072 and tr["total_steps"] == 15_258_789
-    assert tr["warmup_steps"] == 1_068_115  # 0.07 × 15,258,789 = 1,068,115.23
+    prov = tr["provenance"]
+    assert set(prov) == set(tr) - {"provenance"}
+    assert prov["lr_transferred"] == "μP-transferred (validated)"
+    assert prov["proxy_reference"] == "measured on proxies"
+    assert all(v.startswith(("rule: ", "μP-transferred", "measured on proxies"))
+               for v in prov.values())
+    assert make("7b", validated=False)["train"]["provenance"]["lr_transferred"] == (
+        "μP-transferred (not validated)")
 
 
 # ---- model block and provenance ------------------------------------------------------------

@@ -7,8 +7,8 @@ import json
 
 import pytest
 import torch
-
 from helpers_target import group, small_target
+
 from transfer import hf
 from transfer.archive import Archive
 

@@ -13,12 +13,12 @@ from typing import IO, Any
 
 import yaml
 
-from transfer import rules
+from transfer import rules, scaling
 from transfer.cost import as_dict, target_params
 
 WINNER_KEYS = ("lr", "batch_size", "warmup_fraction", "input_mult", "output_mult", "init_std",
                "attn_mult", "weight_decay", "schedule")
-OPTIONAL_TRAIN_KEYS = ("min_lr_fraction", "grad_clip", "betas")
+DEFAULT_EPS = 1e-8  # torch AdamW / MuAdamW default: what the proxies trained with
 
 HEADER = """\
 # Emitted by transfer.emit: explicit hyperparameters at the target width; no mup package needed.
@@ -56,23 +56,33 @@ def _mup_block(m: dict, base_width: int, w: dict, parametrization: str, proxy: d
     }
 
 
-def param_groups(m: dict, mup: dict, w: dict) -> list[dict]:
-    """The four Adam groups of μP (Tensor Programs V, Table 3) at the target width."""
+def param_groups(m: dict, mup: dict, w: dict, train: dict | None = None) -> list[dict]:
+    """The four Adam groups of μP (Tensor Programs V, Table 3) at the target width.
+
+    `lr_transferred` is the μP value of the tuned lr; `lr` is what to launch with: the same
+    rule applied to the train block's lr (transferred × the horizon and batch rules). Weight
+    decay and ε come from the train block when given (the scaling rules), else from `w`.
+    """
     mult, param = mup["width_mult"], mup["parametrization"]
-    lr, std, wd = w["lr"], w["init_std"], w["weight_decay"]
+    t = train or {"lr": w["lr"], "weight_decay": w["weight_decay"],
+                  "eps": w.get("eps", DEFAULT_EPS)}
+    lr, lr0, std, wd, eps = t["lr"], w["lr"], w["init_std"], t["weight_decay"], t["eps"]
     if param == "mup":
-        hidden_lr, hidden_wd = rules.hidden_lr(lr, mult), rules.hidden_weight_decay(wd, mult)
-    else:  # SP: plain AdamW, one lr and weight decay for every group
-        hidden_lr, hidden_wd = rules.vector_lr(lr), rules.vector_weight_decay(wd)
-    hidden = {"name": "hidden", "lr": hidden_lr, "init_std": rules.hidden_init_std(std, mult),
-              "weight_decay": hidden_wd,
+        hidden_lr, hidden_lr0 = rules.hidden_lr(lr, mult), rules.hidden_lr(lr0, mult)
+        hidden_wd, matrix_eps = rules.hidden_weight_decay(wd, mult), rules.matrix_eps(eps, mult)
+    else:  # SP: plain AdamW, one lr, weight decay and ε for every group
+        hidden_lr, hidden_lr0 = rules.vector_lr(lr), rules.vector_lr(lr0)
+        hidden_wd, matrix_eps = rules.vector_weight_decay(wd), rules.vector_eps(eps)
+    hidden = {"name": "hidden", "lr": hidden_lr, "lr_transferred": hidden_lr0,
+              "init_std": rules.hidden_init_std(std, mult), "weight_decay": hidden_wd,
+              "eps": matrix_eps,
               "applies_to": "attention q, k, v, o and MLP matrices (two width dimensions)"}
     if mup["zero_init_query"]:
         hidden["zero_init"] = ["attention q"]  # uniform attention at init, as on the proxy
     embedding_std = rules.embedding_init_std(std)
-    embedding = {"name": "embedding", "lr": rules.vector_lr(lr), "init_std": embedding_std,
-                 "weight_decay": rules.vector_weight_decay(wd),
-                 "applies_to": "input token embedding table"}
+    embedding = {"name": "embedding", "lr": rules.vector_lr(lr), "lr_transferred": lr0,
+                 "init_std": embedding_std, "weight_decay": rules.vector_weight_decay(wd),
+                 "eps": matrix_eps, "applies_to": "input token embedding table"}
     tied = bool(m.get("tied_embeddings", False))
     if tied:  # the shared table keeps the embedding's init; only the forward scale differs
         readout_std = embedding_std
@@ -80,51 +90,149 @@ def param_groups(m: dict, mup: dict, w: dict) -> list[dict]:
         readout_std = 0.0
     else:
         readout_std = rules.readout_init_std(std, mult, param)
-    readout = {"name": "readout", "lr": rules.vector_lr(lr), "init_std": readout_std,
-               "weight_decay": rules.vector_weight_decay(wd),
-               "logits_scale": mup["logits_scale"],
+    readout = {"name": "readout", "lr": rules.vector_lr(lr), "lr_transferred": lr0,
+               "init_std": readout_std, "weight_decay": rules.vector_weight_decay(wd),
+               "eps": matrix_eps, "logits_scale": mup["logits_scale"],
                "applies_to": "output projection to the vocabulary"}
     if tied:
         readout["tied_to"] = "embedding"
-    vector = {"name": "vector", "lr": rules.vector_lr(lr), "init_std": None, "init": "ones",
-              "weight_decay": 0.0, "applies_to": "norm gains and biases"}
-    return [hidden, embedding, readout, vector]
+    vector = {"name": "vector", "lr": rules.vector_lr(lr), "lr_transferred": lr0,
+              "init_std": None, "init": "ones", "weight_decay": 0.0,
+              "eps": rules.vector_eps(eps), "applies_to": "norm gains and biases"}
+    groups = [hidden, embedding, readout, vector]
+    if train and train.get("betas") is not None:  # one β pair for all: apply.py reads it here
+        for g in groups:
+            g["betas"] = list(train["betas"])
+    return groups
 
 
-def _train_block(m: dict, w: dict) -> dict:
-    seq_len, batch_size = int(m["seq_len"]), int(w["batch_size"])
-    batch_tokens = batch_size * seq_len
-    total_tokens = float(m["train_tokens"])
-    total_steps = round(total_tokens / batch_tokens)  # nearest whole step
-    train = {"optimizer": "adamw", "lr": w["lr"], "batch_size": batch_size, "seq_len": seq_len,
-             "batch_tokens": batch_tokens, "total_tokens": total_tokens,
-             "total_steps": total_steps, "warmup_fraction": w["warmup_fraction"],
-             "warmup_steps": round(w["warmup_fraction"] * total_steps),
-             "schedule": w["schedule"]}
-    for key in OPTIONAL_TRAIN_KEYS:
-        if key in w:
-            train[key] = list(w[key]) if key == "betas" else w[key]
+def _mu_label(parametrization: str, validated: bool) -> str:
+    if parametrization != "mup":
+        return "copied from SP proxies (no transfer)"
+    return "μP-transferred (validated)" if validated else "μP-transferred (not validated)"
+
+
+def _lr_rules(w: dict, p: dict, s: dict, total_tokens: float, batch_tokens: int
+              ) -> tuple[float, dict, str]:
+    """(lr factor, its terms, its provenance): the horizon rule from the proxy's trial tokens
+    to the target's at the proxy's batch, then the batch rule from that batch to the target's."""
+    p_tokens, p_seq = p.get("tokens_per_trial"), p.get("seq_len")
+    if not p_tokens or not p_seq:
+        return 1.0, {"horizon": 1.0, "batch": 1.0}, (
+            "rule: none (the proxy's trial tokens or context are unknown; lr as transferred)")
+    p_batch = int(w["batch_size"]) * int(p_seq)
+    exponent, h_label = scaling.horizon_exponent(s["horizon_rule"], float(s["horizon_beta"]))
+    horizon = (total_tokens / float(p_tokens)) ** exponent
+    if s["batch_lr_rule"] == "adam_sqrt":
+        batch, b_label = scaling.adam_sqrt_batch_factor(p_batch, batch_tokens), "adam_sqrt_batch"
+    elif s["batch_lr_rule"] == "none":
+        batch, b_label = 1.0, "no_batch_adjustment"
+    else:
+        raise ValueError(f"scaling.batch_lr_rule={s['batch_lr_rule']!r}; use adam_sqrt or none")
+    terms = {"horizon": horizon, "horizon_exponent": exponent, "batch": batch,
+             "from_tokens": float(p_tokens), "to_tokens": total_tokens,
+             "from_batch_tokens": p_batch, "to_batch_tokens": batch_tokens}
+    return horizon * batch, terms, f"rule: {h_label} × {b_label}, applied to lr_transferred"
+
+
+def _warmup(s: dict, n_params: int, batch_tokens: int, total_steps: int) -> tuple[int, str]:
+    if s["warmup_rule"] == "tokens_per_param":
+        k = float(s["warmup_tokens_per_param"])
+        tokens = scaling.warmup_tokens_per_param(n_params, k)
+        steps, label = round(tokens / batch_tokens), f"rule: warmup_tokens_per_param (k={k:g})"
+    elif s["warmup_rule"] == "fixed_steps":
+        steps, label = int(s["warmup_steps"]), "rule: warmup_fixed_steps (scaling.warmup_steps)"
+    else:
+        raise ValueError(f"scaling.warmup_rule={s['warmup_rule']!r}; use one of "
+                         f"{', '.join(scaling.WARMUP_RULES)}")
+    return min(max(1, steps), max(total_steps - 1, 1)), label
+
+
+def _train_block(m: dict, w: dict, *, p: dict, s: dict, counts: dict, n_gpus: int,
+                 mu_label: str) -> dict:
+    """The launchable train block: every value from a named rule, the μP transfer or the
+    proxies' measurements, with `provenance` naming which for each key."""
+    seq_len, total_tokens = int(m["seq_len"]), float(m["train_tokens"])
+    compute = scaling.deepseek_flops_per_token(int(m["n_layers"]), int(m["d_model"]),
+                                               seq_len) * total_tokens
+    raw, b_label, b_out = scaling.batch_rule(s["batch_rule"], d=total_tokens, c=compute,
+                                             fixed_tokens=s.get("batch_tokens"))
+    batch_tokens = scaling.round_batch_tokens(raw, seq_len, n_gpus)
+    total_steps = max(1, round(total_tokens / batch_tokens))  # nearest whole step
+    factor, terms, lr_label = _lr_rules(w, p, s, total_tokens, batch_tokens)
+    lr = w["lr"] * factor
+    warmup_steps, w_label = _warmup(s, counts["n_params"], batch_tokens, total_steps)
+    r = s["tau_recipe"]
+    tau = scaling.adamw_timescale(r["batch_tokens"], r["lr"], r["weight_decay"], r["tokens"])
+    wd = scaling.weight_decay_for_timescale(tau, batch_tokens, lr, total_tokens)
+    n_emb = counts["n_params"] - counts["embedding"] - counts["readout"] - counts["positions"]
+    batch_rule = f"rule: {b_label}, rounded to whole multiples of n_gpus × seq_len = " \
+                 f"{n_gpus} × {seq_len}"
+    target = f"rule: target (conf/model/{m.get('name')}.yaml)"
+    train = {
+        "optimizer": "adamw", "lr": lr, "lr_transferred": w["lr"], "lr_factor": factor,
+        "lr_factor_terms": terms, "batch_tokens": batch_tokens,
+        "batch_size": batch_tokens // seq_len, "seq_len": seq_len, "n_gpus": n_gpus,
+        "total_tokens": total_tokens, "total_steps": total_steps,
+        "warmup_steps": warmup_steps, "warmup_tokens": warmup_steps * batch_tokens,
+        "warmup_fraction": warmup_steps / total_steps, "schedule": s["schedule"],
+        "min_lr_fraction": float(s["min_lr_fraction"]), "betas": [float(b) for b in s["betas"]],
+        "eps": float(s["eps"]), "weight_decay": wd, "tau": tau,
+        "grad_clip": float(s["grad_clip"]),
+        "proxy_reference": {"batch_tokens": terms.get("from_batch_tokens"),
+                            "tokens": terms.get("from_tokens"),
+                            "batch_stage_winner_sequences": int(w["batch_size"])},
+        "extrapolation": {
+            "batch_rule": b_out,
+            "horizon_rule_target": scaling.outside(scaling.BJORCK_RANGE, n=n_emb,
+                                                   d=total_tokens),
+            "horizon_rule_proxy": scaling.outside(scaling.BJORCK_RANGE,
+                                                  d=terms.get("from_tokens"))},
+        "scaling_rules": s.get("name", "default"),
+    }
+    warm = f"{w_label}; steps = warmup tokens / batch_tokens"
+    train["provenance"] = {
+        "optimizer": "rule: adamw (the proxies' optimizer, MuAdamW without mup)",
+        "lr": lr_label, "lr_transferred": mu_label, "lr_factor": lr_label,
+        "lr_factor_terms": lr_label, "batch_tokens": batch_rule, "batch_size": batch_rule,
+        "seq_len": target, "n_gpus": "rule: cost.n_gpus (the target's data parallelism)",
+        "total_tokens": target, "total_steps": "rule: total_tokens / batch_tokens, rounded",
+        "warmup_steps": warm, "warmup_tokens": warm, "warmup_fraction": warm,
+        "schedule": f"rule: scaling.schedule ({s['schedule']}, Llama 2 recipe)",
+        "min_lr_fraction": "rule: scaling.min_lr_fraction (Llama 2: 10 % of the peak)",
+        "betas": "rule: scaling.betas (those the proxies trained with; Llama 2's)",
+        "eps": "rule: adam_eps_width (base ε as the proxies'; per group in param_groups)",
+        "weight_decay": f"rule: adamw_timescale (τ of {s.get('tau_source', 'a recipe')})",
+        "tau": f"rule: adamw_timescale (τ of {s.get('tau_source', 'a recipe')})",
+        "grad_clip": "rule: scaling.grad_clip (Llama 2 recipe; the proxies clip at 1.0)",
+        "proxy_reference": "measured on proxies",
+        "extrapolation": "rule: scaling.outside (fitted ranges in transfer/scaling.py)",
+        "scaling_rules": "rule: conf/scaling",
+    }
     return train
 
 
-def _not_transferred(m: dict, w: dict, proxy: dict, d_head: int) -> list[dict]:
+def _not_transferred(m: dict, w: dict, proxy: dict, d_head: int, train: dict) -> list[dict]:
     p_seq, t_seq = proxy.get("seq_len"), int(m["seq_len"])
+    prov = train["provenance"]
     items = [
-        {"name": "weight_decay", "value": w["weight_decay"],
-         "reason": "regularisation does not transfer under μP (its optimum depends on data size "
-                   "and horizon, not only width); the proxy value is emitted with μP's AdamW "
-                   "scaling, re-tune it or take it from the target's recipe"},
-        {"name": "batch_size", "value": int(w["batch_size"]),
-         "reason": f"transfers only empirically, μP gives no guarantee: the tuned number of "
-                   f"sequences is kept ({int(w['batch_size'])} × {t_seq} target tokens per batch "
-                   f"vs × {p_seq} on the proxy); the useful batch grows with scale"},
-        {"name": "warmup_fraction", "value": w["warmup_fraction"],
-         "reason": "transfers only empirically: μP says nothing about the schedule's shape"},
+        {"name": "weight_decay", "value": train["weight_decay"],
+         "reason": f"regularisation does not transfer under μP; set by {prov['weight_decay']} "
+                   f"(the proxies' {w['weight_decay']} is not used), ×width_mult on hidden "
+                   "matrices so lr·wd is the same in every group"},
+        {"name": "batch_size", "value": train["batch_size"],
+         "reason": f"transfers only empirically, so the proxies' batch-stage winner "
+                   f"({int(w['batch_size'])} sequences of {p_seq}) is never copied: "
+                   f"{prov['batch_tokens']}; the winner is only the batch the lr was measured "
+                   "at (train.proxy_reference)"},
+        {"name": "warmup_fraction", "value": train["warmup_fraction"],
+         "reason": f"μP says nothing about the schedule's shape; the proxies' fraction "
+                   f"({w['warmup_fraction']}) is not copied: {prov['warmup_steps']}"},
         {"name": "token_horizon", "value": float(m["train_tokens"]),
-         "reason": f"transfers only empirically: each proxy trial trained on "
-                   f"{proxy.get('tokens_per_trial', 'far fewer')} tokens, the target on "
-                   f"{float(m['train_tokens']):.3g}; the optimal lr tends to fall with "
-                   "longer runs"},
+         "reason": f"each proxy trial trained on {proxy.get('tokens_per_trial', 'far fewer')} "
+                   f"tokens, the target on {float(m['train_tokens']):.3g}; the lr is "
+                   f"multiplied by {train['lr_factor']:.3g} ({prov['lr']}), an extrapolation "
+                   "far outside every law's fitted range (train.extrapolation)"},
         {"name": "data", "value": proxy.get("data"),
          "reason": f"proxy vocabulary ({proxy.get('vocab_size')}) and data ({proxy.get('data')}) "
                    f"differ from the target's ({m['vocab_size']}); losses are not comparable"},
@@ -167,10 +275,25 @@ def _normalise_extra(extra: list | None) -> list[dict]:
             for x in extra or []]
 
 
+def _scaling(scaling_conf: Mapping | Any | None) -> dict:
+    """The scaling rule set as a plain dict: conf/scaling's, or ScalingConf's defaults."""
+    from transfer.config import ScalingConf  # the schema's defaults are the one source
+
+    if scaling_conf is None:
+        return as_dict(ScalingConf())
+    return dict(as_dict(ScalingConf()), **as_dict(scaling_conf))
+
+
 def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, proxy: Mapping,
                 validated: bool, drift_log2: float | None, fingerprint: str, budget: Mapping,
-                created: str, not_transferred_extra: list | None = None) -> dict:
-    """The target.yaml content: model, mup, param_groups, train, budget, provenance."""
+                created: str, not_transferred_extra: list | None = None,
+                scaling: Mapping | Any | None = None, n_gpus: int = 1) -> dict:
+    """The target.yaml content: model, mup, param_groups, train, budget, provenance.
+
+    scaling: the rule set for what μP does not carry (conf/scaling; None: its defaults).
+    n_gpus: the target's data-parallel devices; the batch is a whole multiple of n_gpus ×
+    seq_len tokens.
+    """
     m, w, p = as_dict(model), dict(winners), dict(proxy)
     missing = [k for k in WINNER_KEYS if k not in w]
     if missing:
@@ -178,6 +301,8 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
                          "of each")
     if base_width < 1:
         raise ValueError(f"base_width must be >= 1, got {base_width=}")
+    if n_gpus < 1:
+        raise ValueError(f"n_gpus must be >= 1, got {n_gpus=}")
     parametrization = p.get("parametrization", "mup")
     counts = target_params(m)
     d_head = counts["d_head"]
@@ -185,10 +310,12 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
     ok = bool(validated) and parametrization == "mup"
     model_block = {k: m[k] for k in ("name", "source", "d_model", "n_layers", "n_heads",
                                      "n_kv_heads", "d_ff", "vocab_size", "seq_len",
-                                     "tied_embeddings", "norm", "mlp", "positions", "rope_theta",
-                                     "norm_eps") if k in m}
+                                     "tied_embeddings", "norm", "norm_eps", "mlp", "positions",
+                                     "rope_theta", "rope_scaling") if k in m}
     model_block.update(d_head=d_head, n_params=counts["n_params"],
                        n_params_flops=counts["n_params_flops"])
+    train = _train_block(m, w, p=p, s=_scaling(scaling), counts=counts, n_gpus=int(n_gpus),
+                         mu_label=_mu_label(parametrization, ok))
     proxy_block = {"parametrization": parametrization, "base_width": base_width}
     proxy_block.update({k: v for k, v in p.items() if k != "parametrization"})
     provenance = {
@@ -196,11 +323,11 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
         "drift_log2": None if drift_log2 is None else float(drift_log2),
         "fingerprint": fingerprint, "created": created, "proxy": proxy_block,
         "transferred": _transferred(mup, w),
-        "not_transferred": _not_transferred(m, w, p, d_head) + _normalise_extra(
+        "not_transferred": _not_transferred(m, w, p, d_head, train) + _normalise_extra(
             not_transferred_extra),
     }
-    return {"model": model_block, "mup": mup, "param_groups": param_groups(m, mup, w),
-            "train": _train_block(m, w), "budget": dict(budget), "provenance": provenance}
+    return {"model": model_block, "mup": mup, "param_groups": param_groups(m, mup, w, train),
+            "train": train, "budget": dict(budget), "provenance": provenance}
 
 
 def _plain(obj: Any) -> Any:

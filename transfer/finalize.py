@@ -8,6 +8,7 @@ a spending cap is checked against, and reuse of an archived run with the same fi
 from __future__ import annotations
 
 import datetime as dt
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ from omegaconf import OmegaConf
 
 from transfer import cost as costs
 from transfer.emit import emit_target
-from transfer.errors import EXIT_OK, EXIT_REJECTED
+from transfer.errors import EXIT_OK, verdict_exit_code
 from transfer.report import render_report
 from transfer.stages import (
     FINISHED,
@@ -30,13 +31,13 @@ from transfer.stages import (
 )
 from transfer.storage import owner_alive, this_process
 from transfer.validator import (
-    Verdict,
-    judge,
+    judge_study,
     open_validation_study,
     plot_transfer,
     run_coord_check,
     run_grid,
 )
+from transfer.verdict import Verdict
 
 TRAIN_DEFAULT_KEYS = ("weight_decay", "schedule", "min_lr_fraction", "grad_clip")
 
@@ -129,7 +130,7 @@ def _claim(ctx: Context, study: optuna.Study) -> bool:
         return True
 
 
-def validate_transfer(ctx: Context, hp: dict, plots: Path
+def validate_transfer(ctx: Context, hp: dict, plots: Path, *, target_width: int | None = None
                       ) -> tuple[optuna.Study, Verdict | None, float]:
     """The validator grid (this worker's share); then, for the one worker that claims the run,
     the coordinate check (once: kept in the study), the verdict and the μTransfer plot.
@@ -147,7 +148,7 @@ def validate_transfer(ctx: Context, hp: dict, plots: Path
         coord = run_coord_check(ctx, hp, plots)
         coord_seconds = time.perf_counter() - t
         study.set_user_attr("coord_check", coord)
-    verdict = judge(ctx, study, float(hp["lr"]), coord)
+    verdict = judge_study(ctx, study, float(hp["lr"]), coord, target_width=target_width)
     plot_transfer(verdict, plots / "lr_transfer.png")
     return study, verdict, coord_seconds
 
@@ -187,11 +188,38 @@ def _measured(ctx: Context, trials: pd.DataFrame, coord_seconds: float) -> dict:
                            "flops": float(val.flops.fillna(0).sum())}}
 
 
-def winners_for_emit(cfg, hp: dict) -> dict:
+def winners_for_emit(cfg, hp: dict, verdict: Verdict | None = None) -> dict:
     w = {k: hp[k] for k in ("lr", "batch_size", "warmup_fraction", "input_mult", "output_mult",
                             "init_std", "attn_mult")}
     w.update({k: cfg.train[k] for k in TRAIN_DEFAULT_KEYS})
+    if emitted_log2_lr(verdict) is not None:
+        w["lr"] = 2.0 ** emitted_log2_lr(verdict)
     return w
+
+
+def emitted_log2_lr(verdict: Verdict | None) -> float | None:
+    """The grid's measured optimum (mean of both widths' vertices) when both widths bracket it;
+    None (the stages' pick is emitted) otherwise."""
+    if verdict is None or not all(verdict.bracketed.values()):
+        return None
+    x = verdict.optimum_log2_lr
+    return float(x) if math.isfinite(x) else None
+
+
+def lr_provenance(hp: dict, verdict: Verdict | None) -> dict:
+    """Where target.yaml's base lr came from, with the stages' pick beside it."""
+    x = emitted_log2_lr(verdict)
+    d = {"tuned_by_stages": float(hp["lr"])}
+    if x is None:
+        d.update(value=float(hp["lr"]), source="stages' pick (the validation grid did not locate "
+                 "the optimum at both widths, or did not run)")
+        return d
+    lo, hi = verdict.optimum_ci
+    d.update(value=2.0 ** x, log2=x, ci=[2.0 ** lo, 2.0 ** hi], confidence=verdict.confidence,
+             source="validation fit: mean of the shared-curvature vertices at widths "
+                    f"{verdict.widths[0]} and {verdict.widths[1]}",
+             stages_pick_offset_log2=x - math.log2(float(hp["lr"])))
+    return d
 
 
 def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: str | None = None
@@ -201,13 +229,15 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
     verdict = None
     coord_seconds = 0.0
     if cfg.validation.enabled and not stopped_by_cap:
-        study, verdict, coord_seconds = validate_transfer(ctx, hp, archive.run_dir(name) / "plots")
+        study, verdict, coord_seconds = validate_transfer(ctx, hp, archive.run_dir(name) / "plots",
+                                                          target_width=int(cfg.model.d_model))
         if verdict is None:
             ctx.progress.line("validation done; another worker writes the results")
             return EXIT_OK
     summaries = summarize(ctx)
     trials = trials_frame(ctx)
     validated = bool(verdict and verdict.passed)
+    winners = winners_for_emit(cfg, hp, verdict)
     c = costs.cost_report(
         OmegaConf.to_container(cfg.model, resolve=True),
         OmegaConf.to_container(cfg.hardware, resolve=True),
@@ -223,21 +253,30 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
                       "reason": stopped_by_cap or "validation.enabled=false: nothing was checked"})
     target = emit_target(
         OmegaConf.to_container(cfg.model, resolve=True), base_width=prep.plan.base_width,
-        winners=winners_for_emit(cfg, hp), proxy=_proxy_block(prep),
+        winners=winners, proxy=_proxy_block(prep),
         validated=validated, drift_log2=None if verdict is None else verdict.drift_log2,
         fingerprint=prep.fingerprint, budget=costs.budget_summary(c), created=created,
-        not_transferred_extra=extra)
+        not_transferred_extra=extra, n_gpus=int(cfg.cost.n_gpus),
+        scaling=OmegaConf.to_container(cfg.scaling, resolve=True) if "scaling" in cfg else None)
+    target["provenance"]["lr"] = lr_provenance(hp, verdict)
+    if verdict is not None and verdict.outcome == "inconclusive":
+        target["provenance"]["warning"] = (
+            "the validator could not tell whether the optimum transfers (inconclusive: "
+            f"{'; '.join(verdict.reasons)}); decide it with {verdict.decide_with}")
+    if verdict is not None:
+        target["provenance"]["verdict"] = {
+            "outcome": verdict.outcome, "reasons": verdict.reasons,
+            "decide_with": verdict.decide_with, "extrapolation": verdict.extrapolation}
     _write_all(prep, trials, verdict, c, target, summaries)
-    status = "finished" if validated else ("failed" if stopped_by_cap else "rejected")
-    if verdict is None and not stopped_by_cap:
-        status = "finished"
-    archive.record({"name": name, "status": status, "winners": winners_for_emit(cfg, hp),
+    status = ("failed" if stopped_by_cap else "finished" if verdict is None or validated
+              else verdict.outcome)
+    archive.record({"name": name, "status": status, "winners": winners,
                     "validated": validated, "drift_log2": None if verdict is None
                     else verdict.drift_log2, "saved_gpu_hours": c["saved_gpu_hours"]})
     _summary(ctx, prep, summaries, verdict, c)
     if cfg.validation.enabled and not stopped_by_cap:
         mark_finalized(study)
-    return EXIT_OK if validated or verdict is None else EXIT_REJECTED
+    return verdict_exit_code(None if verdict is None else verdict.outcome)
 
 
 def write_partial(prep, ctx: Context, reason: str, *, started: float) -> None:
@@ -318,9 +357,24 @@ def _summary(ctx, prep, summaries, verdict, cost) -> None:
 
 
 def verdict_lines(verdict: Verdict) -> list[str]:
-    """The verdict in a few printed lines: drift, gap, coordinate slope, then every reason."""
+    """The verdict in a few printed lines: drift and gap with their intervals, curvature,
+    coordinate slope, how far it is extrapolated, then every reason."""
     w0, w1 = verdict.widths
-    return [f"   validation   {'PASSED' if verdict.passed else 'REJECTED'}: drift "
-            f"{verdict.drift_log2:+.2f} log2(lr) ({w0}→{w1}, tol ±{verdict.tolerance_log2}), "
-            f"gap {verdict.loss_gap:.2%}, coord slope {verdict.coord_check['max_abs_slope']:.2f}"
-            ] + [f"     - {r}" for r in verdict.reasons]
+    (lo, hi), (glo, ghi) = verdict.drift_ci, verdict.loss_gap_ci
+    ex = verdict.extrapolation
+    lines = [f"   validation   {verdict.outcome.upper()}: drift {verdict.drift_log2:+.2f} "
+             f"[{lo:+.2f}, {hi:+.2f}] log2(lr) ({w0}→{w1}, tol ±{verdict.tolerance_log2}), "
+             f"gap {verdict.loss_gap:.2%} [{glo:.2%}, {ghi:.2%}] "
+             f"({verdict.confidence:.0%} intervals), curvature S/N "
+             f"{verdict.curvature_snr:.1f}, coord slope "
+             f"{verdict.coord_check.get('max_abs_slope', math.nan):.2f}"]
+    if "target_width" in ex:
+        tlo, thi = ex["implied_target_drift_ci"]
+        lines.append(f"     measured over {ex['measured_octaves']:.1f} octaves of width, "
+                     f"extrapolated {ex['extrapolated_octaves']:.1f} more to width "
+                     f"{ex['target_width']}: drift there {ex['implied_target_drift']:+.2f} "
+                     f"[{tlo:+.2f}, {thi:+.2f}] if it grows linearly in log2 width")
+    lines += [f"     - {r}" for r in verdict.reasons]
+    if verdict.decide_with:
+        lines.append(f"     to decide it: {verdict.decide_with}")
+    return lines
