@@ -7,10 +7,13 @@ import json
 
 import pytest
 import torch
+import yaml
+from helpers_sweep import TINY, compose_cfg, only_run
 from helpers_target import group, small_target
 
 from transfer import hf
 from transfer.archive import Archive
+from transfer.sweep import sweep
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +117,16 @@ def test_granite_divides_logits_by_logits_scaling(transformers):
     four.load_state_dict(one.state_dict())  # same weights, only the config differs
     with torch.no_grad():
         torch.testing.assert_close(four(tokens).logits, one(tokens).logits / 4.0)
+
+
+def test_a_sweep_writes_a_loadable_hf_config(tmp_path, transformers):
+    """End to end, the cheapest sweep (one trial a stage, no validation): hf/ beside target.yaml."""
+    stages = [f"stages.stage.{s}.trials=1" for s in ("lr", "batch_size", "warmup")]
+    sweep(compose_cfg([*TINY, *stages, "validation.enabled=false",
+                       f"archive_dir={tmp_path / 'sweeps'}"]))
+    run_dir = only_run(tmp_path / "sweeps")
+    target = yaml.safe_load((run_dir / "target.yaml").read_text())
+    cfg = transformers.AutoConfig.from_pretrained(run_dir / "hf")
+    assert cfg.hidden_size == target["model"]["d_model"] == 256  # conf/model/tiny.yaml
+    assert cfg.embedding_multiplier == target["mup"]["input_mult"]
+    assert cfg.logits_scaling == pytest.approx(1 / target["mup"]["logits_scale"])
