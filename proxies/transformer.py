@@ -32,12 +32,13 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def _norm(kind: str, d: int) -> nn.Module:
-    return RMSNorm(d) if kind == "rmsnorm" else nn.LayerNorm(d, bias=False)
+def _norm(kind: str, d: int, eps: float = 1e-6) -> nn.Module:
+    return RMSNorm(d, eps) if kind == "rmsnorm" else nn.LayerNorm(d, eps=eps, bias=False)
 
 
-def _rope_tables(seq_len: int, d_head: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
-    inv_freq = 1.0 / (10000 ** (torch.arange(0, d_head, 2, device=device).float() / d_head))
+def _rope_tables(seq_len: int, d_head: int, device=None, theta: float = 10000.0
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    inv_freq = 1.0 / (theta ** (torch.arange(0, d_head, 2, device=device).float() / d_head))
     angles = torch.outer(torch.arange(seq_len, device=device).float(), inv_freq)  # (T, d_head/2)
     return angles.cos(), angles.sin()
 
@@ -91,7 +92,8 @@ class MLP(nn.Module):
 class Block(nn.Module):
     def __init__(self, width, d_ff, fam: TransformerFamily, scale: float):
         super().__init__()
-        self.norm1, self.norm2 = _norm(fam.norm, width), _norm(fam.norm, width)
+        self.norm1 = _norm(fam.norm, width, fam.norm_eps)
+        self.norm2 = _norm(fam.norm, width, fam.norm_eps)
         self.attn = Attention(width, fam.d_head, fam.kv_group, scale, fam.positions == "rope")
         self.mlp = MLP(width, d_ff, fam.mlp)
 
@@ -146,7 +148,7 @@ class Transformer(nn.Module):
         self.pos_emb = nn.Embedding(fam.seq_len, width) if fam.positions == "learned" else None
         self.blocks = nn.ModuleList(Block(width, fam.d_ff(width), fam, scale)
                                     for _ in range(fam.n_layers))
-        self.norm = _norm(fam.norm, width)
+        self.norm = _norm(fam.norm, width, fam.norm_eps)
         tied = self.tok_emb.weight if fam.tied_embeddings else None
         if fam.parametrization == "sp":
             self.readout = _SPReadout(width, fam.vocab_size, fam.output_mult, weight=tied)
@@ -190,6 +192,10 @@ class TransformerFamily:
     init_std: float = 0.02  # σ of hidden matrices at base width (∝ 1/sqrt(fan_in) beyond)
     zero_init_query: bool = True  # uniform attention at init: removes a width-dependent term
     readout_zero_init: bool = True  # μP recommendation: logits start at exactly 0
+    # The target's: the sweep passes its model.rope_theta / model.norm_eps. Its rope_scaling
+    # (Llama 3's) is not applied: it rescales wavelengths beyond 8192 tokens, ≫ proxy context.
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-6
 
     def __post_init__(self):
         for name, allowed in (("norm", NORMS), ("mlp", MLPS), ("positions", POSITIONS),
@@ -199,7 +205,8 @@ class TransformerFamily:
         for name in ("vocab_size", "seq_len", "n_layers", "d_head", "kv_group", "base_width"):
             if getattr(self, name) < 1:
                 raise ValueError(f"proxy.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("ffn_ratio", "attn_mult", "input_mult", "output_mult", "init_std"):
+        for name in ("ffn_ratio", "attn_mult", "input_mult", "output_mult", "init_std",
+                     "rope_theta", "norm_eps"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"proxy.{name} must be > 0, got {getattr(self, name)}")
         self.check_width(self.base_width, field="proxy.base_width")
@@ -253,7 +260,7 @@ class TransformerFamily:
             model.readout.freeze_scale()
         else:
             self._init_weights(model, base, seed)
-        cos, sin = _rope_tables(self.seq_len, self.d_head, device=device)
+        cos, sin = _rope_tables(self.seq_len, self.d_head, device=device, theta=self.rope_theta)
         model.rope_cos, model.rope_sin = cos, sin
         return model
 

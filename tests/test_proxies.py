@@ -160,3 +160,25 @@ def test_flops_per_token_grow_with_width_and_cover_the_matmul_params():
     assert flops == sorted(flops) and len(set(flops)) == len(flops)
     for w, f in zip(widths, flops):  # at least 6 FLOPs per non-embedding parameter
         assert f >= 6 * (fam.n_params(w) - fam.vocab_size * w)
+
+
+def test_rope_theta_and_norm_eps_are_the_targets():
+    fam = TransformerFamily(rope_theta=500000.0, norm_eps=1e-5)
+    model = fam.build(64)
+    assert model.blocks[0].norm1.eps == 1e-5 and model.norm.eps == 1e-5
+    # the slowest rotary frequency at position 1 is 1 / θ^((d_head-2)/d_head)
+    slowest = float(model.rope_sin[1, -1])  # sin x ≈ x for this small angle
+    assert slowest == pytest.approx(500000.0 ** -(14 / 16), rel=1e-3)
+    default = TransformerFamily().build(64)
+    assert not torch.allclose(default.rope_cos, model.rope_cos)
+
+
+def test_plan_passes_the_targets_rope_theta_and_norm_eps():
+    from helpers_sweep import compose_cfg
+
+    from transfer.family import plan_proxies
+
+    d3 = plan_proxies(compose_cfg(["model=3b"])).derived
+    d7 = plan_proxies(compose_cfg(["model=7b"])).derived
+    assert (d3["rope_theta"], d3["norm_eps"]) == (500000.0, 1e-5)  # Llama 3.2
+    assert (d7["rope_theta"], d7["norm_eps"]) == (10000.0, 1e-5)  # Llama 2

@@ -73,6 +73,9 @@ def plan_proxies(cfg: DictConfig) -> ProxyPlan:
         "norm": pick("norm", m.norm), "mlp": pick("mlp", m.mlp),
         "positions": pick("positions", m.positions),
         "tied_embeddings": bool(pick("tied_embeddings", m.tied_embeddings)),
+        # the target's rotary base and norm ε: a family that takes them builds with them
+        "rope_theta": float(m.get("rope_theta", 10000.0)),
+        "norm_eps": float(m.get("norm_eps", 1e-5)),
     }
     # depth, head dimension and context differences are stated by the emitter itself
     notes = [kv_note] if kv_note else []
