@@ -127,7 +127,7 @@ class ValidationConf:
     coord_max_slope: float = 0.25  # |d log2 l1 / d log2 width| allowed for μP activations
     max_extend: int = 3  # grid steps added per side, at most, to bracket an optimum at an edge
     min_seeds: int = 2  # fewer: inconclusive (one seed cannot tell noise from signal)
-    min_points: int = 5  # finite points per width in the fit, fewer: inconclusive
+    min_points: int = 4  # finite points per width in the fit, fewer: inconclusive
     min_curvature_snr: float = 3.0  # curvature / its standard error; flat curves never pass
     confidence: float = 0.90  # of the drift, gap and optimum intervals (two-sided)
     can_pass: bool = True  # false on budgets too small for a verdict (budget=smoke)
@@ -306,6 +306,18 @@ def check_config(cfg: DictConfig | Config) -> None:
         _fail(f"hardware.utilization={c.hardware.utilization} must be in (0, 1]")
     if math.isnan(float(c.model.train_tokens)) or c.model.train_tokens <= 0:
         _fail(f"model.train_tokens must be > 0, got {c.model.train_tokens}")
+    _check_scaling(c.scaling)
+
+
+def _check_scaling(s) -> None:
+    from transfer import scaling as rules_
+
+    for key, allowed in (("batch_rule", rules_.BATCH_RULES), ("horizon_rule", rules_.HORIZON_RULES),
+                         ("warmup_rule", rules_.WARMUP_RULES), ("batch_lr_rule", ("adam_sqrt", "none"))):
+        if s[key] not in allowed:
+            _fail(f"scaling.{key}={s[key]!r}; use one of {', '.join(allowed)}")
+    if s.batch_rule == "fixed" and not s.batch_tokens:
+        _fail("scaling.batch_rule=fixed needs scaling.batch_tokens (tokens per step), e.g. 4.0e+6")
 
 
 def to_container(cfg: DictConfig) -> dict:
