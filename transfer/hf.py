@@ -112,6 +112,17 @@ def granite_config(target: Mapping, **overrides: Any):
     return transformers.GraniteConfig(**{**config_dict(target), **overrides})
 
 
+def granite_model(run_dir: Path | str, **overrides: Any):
+    """`GraniteForCausalLM(AutoConfig.from_pretrained(run_dir / "hf"))`, with `overrides` on the
+    config (e.g. shapes for a smaller test model). Weights are freshly drawn: `transfer.apply`
+    then sets the μP init; nothing is downloaded."""
+    transformers = transformers_or_none()
+    if transformers is None:
+        raise ImportError(f"transformers is not installed: {INSTALL_HINT}")
+    cfg = transformers.AutoConfig.from_pretrained(Path(run_dir) / "hf", **overrides)
+    return transformers.GraniteForCausalLM(cfg)
+
+
 def write_config(archive, name: str, target: Mapping) -> str | None:
     """Write `hf/config.json` into run `name` through the archive; returns a one-line note when
     it was skipped (transformers missing, or an architecture Granite cannot express)."""
