@@ -293,10 +293,11 @@ class TransformerFamily:
 
     def flops_per_token(self, width: int) -> float:
         """Training FLOPs per token: 6·N (N without the input embedding table, plus the readout
-        matmul when tied) + 12·n_layers·width·seq_len for attention scores and values."""
+        matmul when tied) + 6·n_layers·width·seq_len for attention scores and values, counted
+        causally (half the seq_len² square), as transfer.cost does."""
         n = self.n_params(width) - self.vocab_size * width
         if self.tied_embeddings:
             n += self.vocab_size * width  # the shared table is still used as the readout matmul
         if self.positions == "learned":
             n -= self.seq_len * width  # a lookup, not a matmul
-        return 6.0 * n + 12.0 * self.n_layers * width * self.seq_len
+        return 6.0 * n + 6.0 * self.n_layers * width * self.seq_len

@@ -166,6 +166,10 @@ class CostConf:
     n_gpus: int = 256
     buffer: float = 0.3  # contingency on top of the estimate
     naive_token_fraction: float = 0.01  # each naive full-scale trial: this share of D
+    # own-laws baseline: the sweeps a team would run instead to fit its own lr/batch laws
+    baseline_scales: list[float] = field(default_factory=lambda: [1 / 8, 1 / 16, 1 / 32, 1 / 64])
+    baseline_grid: int = 16  # (lr × batch) runs per scale, e.g. 4 × 4
+    baseline_tokens_per_param: float = 20.0  # Chinchilla-optimal runs (Hoffmann et al. 2022)
     max_tuning_gpu_hours: float | None = None
     max_wall_seconds: float | None = None
 

@@ -4,8 +4,9 @@ Plain Python on plain dicts (or the dataclasses of `transfer.config`): the orche
 this module does the arithmetic and writes down every assumption next to the numbers.
 
 FLOPs convention (the same as `proxies.TransformerFamily.flops_per_token`): training FLOPs per
-token = 6·N + 12·n_layers·d_model·seq_len, where N is every parameter except the input embedding
-table (a lookup, not a matmul). With tied embeddings the shared table is still the readout
+token = 6·N + 6·n_layers·d_model·seq_len, where N is every parameter except the input embedding
+table (a lookup, not a matmul), and the attention term counts QKᵀ and A·V causally: half of the
+full seq_len² square, as a causal kernel (FlashAttention) computes it. With tied embeddings the shared table is still the readout
 matmul, so it is counted once. Norm gains stay in N: they are ~0.01 % of it and dropping them
 would make the count disagree with the published parameter totals it is checked against.
 """
@@ -64,13 +65,13 @@ def target_params(model: Mapping | Any) -> dict:
 
 
 def flops_per_token(model: Mapping | Any) -> dict:
-    """Training FLOPs per token, the two terms apart: 6·N and 12·n_layers·d_model·seq_len."""
+    """Training FLOPs per token, the two terms apart: 6·N and 6·n_layers·d_model·seq_len."""
     m = as_dict(model)
     n = target_params(m)["n_params_flops"]
     dense = 6.0 * n  # forward 2·N + backward 4·N per token
-    # QKᵀ and A·V: 2·seq_len·d_model each per layer forward, ×3 for forward + backward;
-    # causal masking is ignored (conservative: up to 2× on this term)
-    attention = 12.0 * int(m["n_layers"]) * int(m["d_model"]) * int(m["seq_len"])
+    # QKᵀ and A·V: 2·seq_len·d_model each per layer forward over the full square, ×3 for
+    # forward + backward = 12·L·d·T; causal: a token attends to the ones before it, half of it
+    attention = 6.0 * int(m["n_layers"]) * int(m["d_model"]) * int(m["seq_len"])
     return {"dense": dense, "attention": attention, "total": dense + attention}
 
 
@@ -155,6 +156,29 @@ def naive_cost(model: Mapping | Any, hardware: Mapping | Any, cost_conf: Mapping
             "stages": stages, "trials": trials, "flops": trials * trial_flops,
             "gpu_hours": hours, "usd": hours * float(h["price_per_gpu_hour"]),
             "wall_days": hours / int(c["n_gpus"]) / 24.0}
+
+
+def own_laws_baseline(model: Mapping | Any, hardware: Mapping | Any,
+                      cost_conf: Mapping | Any) -> dict:
+    """The realistic alternative to μP proxies: fit your own lr and batch laws from short
+    sweeps at smaller scales. At each scale f·N (f in cost.baseline_scales), a grid of
+    cost.baseline_grid (lr × batch) runs, each on cost.baseline_tokens_per_param tokens per
+    parameter (Chinchilla's 20). Dense FLOPs 6·N_k·D_k per run; attention left out (small at
+    these sizes, and leaving it out keeps the baseline, and so the saving, conservative)."""
+    m, c = as_dict(model), as_dict(cost_conf)
+    n = target_params(m)["n_params_flops"]
+    grid, tpp = int(c.get("baseline_grid", 16)), float(c.get("baseline_tokens_per_param", 20.0))
+    scales = [float(f) for f in c.get("baseline_scales", (1 / 8, 1 / 16, 1 / 32, 1 / 64))]
+    runs = []
+    for f in scales:
+        n_k = f * n
+        flops = grid * 6.0 * n_k * (tpp * n_k)
+        runs.append({"scale": f, "n_params": n_k, "tokens_per_run": tpp * n_k, "runs": grid,
+                     "flops": flops, "gpu_hours": gpu_hours(flops, hardware)})
+    flops = sum(r["flops"] for r in runs)
+    hours = gpu_hours(flops, hardware)
+    return {"kind": "own_laws", "scales": runs, "runs": grid * len(scales), "flops": flops,
+            "gpu_hours": hours, "usd": hours * float(as_dict(hardware)["price_per_gpu_hour"])}
 
 
 # ---- the "time 100 steps before committing" drill -----------------------------------------
@@ -246,10 +270,10 @@ def assumptions(hardware: Mapping | Any, cost_conf: Mapping | Any, model: Mappin
                        "ablations on top of the ideal FLOPs estimate"),
         "train_tokens": _why(float(m["train_tokens"]),
                              m.get("source") or "pretraining tokens D of the target"),
-        "flops_formula": _why("6·N·D + 12·n_layers·d_model·seq_len·D",
+        "flops_formula": _why("6·N·D + 6·n_layers·d_model·seq_len·D",
                               "6 FLOPs per parameter per token (forward 2, backward 4) plus "
-                              "attention scores and values; causal masking ignored "
-                              "(conservative)"),
+                              "attention scores and values counted causally (half of the "
+                              "seq_len² square: 12·L·d·T for the full square, halved)"),
         "n_params_flops": _why("all parameters except the input embedding table",
                                "the embedding is a lookup, not a matmul; a tied table is counted "
                                "once as the readout matmul; norm gains are kept (~0.01 %)"),
@@ -259,6 +283,14 @@ def assumptions(hardware: Mapping | Any, cost_conf: Mapping | Any, model: Mappin
         "naive_token_fraction": _why(float(c["naive_token_fraction"]),
                                      "each naive full-scale trial trains this share of D, "
                                      "enough for a short-horizon comparison of settings"),
+        "baseline": _why("own_laws: a (lr × batch) grid at smaller scales, 20 tokens/param",
+                         "what a team would otherwise run to fit its own lr/batch laws: "
+                         "cost.baseline_grid trials at each of cost.baseline_scales × N on "
+                         "cost.baseline_tokens_per_param × N_k tokens (dense 6·N_k·D_k FLOPs)"),
+        "saved_gpu_hours": _why("baseline GPU-hours − tuning device-hours, validated runs only",
+                                "a device-hour of the proxies' device is counted as a GPU-hour "
+                                "(conservative: it was one CPU or one GPU); not written when "
+                                "the transfer was not validated: nothing was saved then"),
         "naive_trials": _why("the proxy sweep's trial counts per stage",
                              "the same staged search on the target; no pruning, no validation "
                              "(there is nothing to transfer to)"),
@@ -283,18 +315,21 @@ def _cap_note(crossed: str | None, stopped: bool, c: dict) -> str:
 
 def cost_report(model: Mapping | Any, hardware: Mapping | Any, cost_conf: Mapping | Any, *,
                 measured: Mapping, stages: list[Mapping], predicted_seconds: float | None = None,
-                stopped_by_cap: bool = False, cap_note: str | None = None) -> dict:
+                stopped_by_cap: bool = False, cap_note: str | None = None,
+                validated: bool = False) -> dict:
     """The content of cost.json.
 
     stages: [{"name", "trials", "predicted_seconds", "measured_seconds" (else "seconds")}] in run
     order; their trial counts also size the naive alternative. predicted_seconds: the whole-run
     prediction checked against the cap before training (None: the sum of the stages' ones).
     stopped_by_cap: the run crossed the cap while running and stopped early.
+    validated: the transfer passed the validator; only then is anything "saved".
     """
     c = as_dict(cost_conf)
     target = target_run_cost(model, hardware, c)
     tuning = tuning_cost(measured, hardware)
     naive = naive_cost(model, hardware, c, {s["name"]: s["trials"] for s in stages})
+    baseline = own_laws_baseline(model, hardware, c)
     rows = _stage_rows(stages)
     if predicted_seconds is None:
         known = [r["predicted_seconds"] for r in rows if r["predicted_seconds"] is not None]
@@ -306,8 +341,11 @@ def cost_report(model: Mapping | Any, hardware: Mapping | Any, cost_conf: Mappin
     exceeded = bool(stopped_by_cap or crossed)
     note = cap_note or _cap_note(crossed, stopped_by_cap, c)
     return {
-        "target": target, "tuning": tuning, "naive": naive,
-        "saved_gpu_hours": naive["gpu_hours"] - tuning["gpu_hours"],
+        "target": target, "tuning": tuning, "naive": naive, "baseline": baseline,
+        "saved_gpu_hours": (baseline["gpu_hours"] - tuning["device_hours"]) if validated
+        else None,
+        "saved_note": ("own-laws baseline GPU-hours − tuning device-hours (docs/cost.md)"
+                       if validated else "not validated: no saving is claimed"),
         "tuning_fraction": tuning["gpu_hours"] / target["gpu_hours"],
         "stages": rows,
         "cap": {"max_tuning_gpu_hours": c.get("max_tuning_gpu_hours"),
@@ -329,5 +367,7 @@ def budget_summary(cost: Mapping) -> dict:
             "wall_days_with_buffer": t["wall_days_with_buffer"], "usd": t["usd"],
             "usd_with_buffer": t["usd_with_buffer"], "tuning_gpu_hours": tu["gpu_hours"],
             "tuning_device_seconds": tu["seconds"], "tuning_device": tu["device"],
+            "tuning_device_hours": tu["device_hours"],
+            "baseline_gpu_hours": cost["baseline"]["gpu_hours"],
             "naive_gpu_hours": nv["gpu_hours"], "saved_gpu_hours": cost["saved_gpu_hours"],
             "tuning_fraction": cost["tuning_fraction"], "details": "cost.json"}

@@ -244,7 +244,7 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
         OmegaConf.to_container(cfg.cost, resolve=True),
         measured=_measured(ctx, trials, coord_seconds),
         stages=[s.to_dict() for s in summaries], stopped_by_cap=bool(stopped_by_cap),
-        cap_note=stopped_by_cap)
+        cap_note=stopped_by_cap, validated=validated)
     c["wall_seconds"] = time.time() - started
     created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     extra = [{"name": "proxy_shape", "value": None, "reason": n} for n in prep.plan.notes]
@@ -351,7 +351,9 @@ def _summary(ctx, prep, summaries, verdict, cost) -> None:
             out(line)
     out(f"   target run   {cost['target']['gpu_hours']:.3g} GPU-h on {cost['target']['hardware']}"
         f"; tuning {cost['tuning']['gpu_hours']:.3g} GPU-h-equivalent "
-        f"({cost['tuning_fraction']:.2e} of it); saved {cost['saved_gpu_hours']:.3g} GPU-h")
+        f"({cost['tuning_fraction']:.2e} of it); saved "
+        + ("nothing claimed (not validated)" if cost["saved_gpu_hours"] is None
+           else f"{cost['saved_gpu_hours']:.3g} GPU-h vs fitting own laws"))
     out("   not transferred by μP: regularisation; batch size, warmup and token horizon only "
         "empirically; see target.yaml provenance")
 
