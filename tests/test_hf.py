@@ -11,7 +11,7 @@ import yaml
 from helpers_sweep import TINY, compose_cfg, only_run
 from helpers_target import group, small_target
 
-from transfer import hf
+from transfer import apply, hf
 from transfer.archive import Archive
 from transfer.sweep import sweep
 
@@ -130,3 +130,9 @@ def test_a_sweep_writes_a_loadable_hf_config(tmp_path, transformers):
     assert cfg.hidden_size == target["model"]["d_model"] == 256  # conf/model/tiny.yaml
     assert cfg.embedding_multiplier == target["mup"]["input_mult"]
     assert cfg.logits_scaling == pytest.approx(1 / target["mup"]["logits_scale"])
+    # the README's five lines, on this run
+    target = apply.load_target(run_dir)
+    model = hf.granite_model(run_dir)
+    apply.init_(model, target, seed=0)
+    opt = torch.optim.AdamW(apply.param_groups(model, target), betas=(0.9, 0.95))
+    assert sum(len(g["params"]) for g in opt.param_groups) == len(list(model.parameters()))
