@@ -53,6 +53,24 @@ def test_rope_theta_and_norm_eps_default_and_follow_the_model():
     assert d["rope_theta"] == 500000.0 and d["rms_norm_eps"] == 1e-6
 
 
+def test_rope_scaling_is_carried_with_its_extended_context():
+    llama3 = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+              "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    d = hf.config_dict(small_target(rope_scaling=llama3))
+    assert d["rope_scaling"] == llama3 and d["max_position_embeddings"] == 8192 * 32
+    assert "rope_scaling" not in hf.config_dict(small_target(rope_scaling=None))
+
+
+def test_model_configs_with_rope_scaling_give_a_valid_granite_config(transformers):
+    t = small_target(rope_theta=500000.0, rope_scaling={
+        "rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192})
+    cfg = hf.granite_config(t)
+    rope = (getattr(cfg, "rope_parameters", None)  # transformers 5; 4.x keeps them apart
+            or {**cfg.rope_scaling, "rope_theta": cfg.rope_theta})
+    assert rope["rope_type"] == "llama3" and rope["rope_theta"] == 500000.0
+
+
 def test_head_dim_is_written_when_heads_do_not_divide_width():
     d = hf.config_dict(small_target(n_heads=4, n_kv_heads=4))  # d_head 32 = 128 / 4: derived
     assert "head_dim" not in d

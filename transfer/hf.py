@@ -76,6 +76,13 @@ def config_dict(target: Mapping) -> dict[str, Any]:
     }
     if d_head * n_heads != d_model:  # Granite derives head_dim = hidden_size / heads otherwise
         out["head_dim"] = d_head
+    scaling = m.get("rope_scaling")
+    if scaling:  # e.g. Llama 3's llama3 scaling, as in the published config.json
+        out["rope_scaling"] = dict(scaling)
+        orig, factor = scaling.get("original_max_position_embeddings"), scaling.get("factor")
+        if orig and factor:  # the extended context the scaling is for (Llama 3.2: 8192 × 16)
+            out["max_position_embeddings"] = max(out["max_position_embeddings"],
+                                                 int(orig * factor))
     return out
 
 
