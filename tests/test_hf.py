@@ -4,6 +4,7 @@ and against what GraniteForCausalLM actually does with them."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -154,3 +155,15 @@ def test_a_sweep_writes_a_loadable_hf_config(tmp_path, transformers):
     apply.init_(model, target, seed=0)
     opt = torch.optim.AdamW(apply.param_groups(model, target), betas=(0.9, 0.95))
     assert sum(len(g["params"]) for g in opt.param_groups) == len(list(model.parameters()))
+
+
+@pytest.mark.parametrize("name", ["1b", "3b", "7b", "tiny"])
+def test_every_shipped_model_gives_a_granite_config(name, transformers):
+    """conf/model/*.yaml as emitted: Granite accepts them and keeps shapes and tying."""
+    model = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf" / "model" /
+                            f"{name}.yaml").read_text())
+    cfg = hf.granite_config(small_target(**model))
+    assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size) == (
+        model["d_model"], model["n_layers"], model["vocab_size"])
+    assert cfg.tie_word_embeddings == model["tied_embeddings"]
+    assert cfg.rms_norm_eps == model.get("norm_eps", hf.DEFAULT_NORM_EPS)
