@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -31,8 +32,9 @@ def _cfg(archive: Path, *extra: str):
 
 
 def _winners(run_dir: Path) -> dict:
-    target = yaml.safe_load((run_dir / "target.yaml").read_text())
-    return {k: target["train"][k] for k in ("lr", "batch_size", "warmup_fraction")}
+    """The proxies' winners (target.yaml's train block is rebuilt per target by the rules)."""
+    w = json.loads((run_dir / "run.json").read_text())["winners"]
+    return {k: w[k] for k in ("lr", "batch_size", "warmup_fraction")}
 
 
 def _trials(run_dir: Path, name: str, stage: str) -> list[optuna.trial.FrozenTrial]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from types import SimpleNamespace
 
 import models_for_validate as models
 import pandas as pd
@@ -39,7 +38,8 @@ LR = {"mlp": 0.08, "parallel": 0.05}
 CI = ["budget=smoke", "proxy.width=32", "proxy.validation_width=128", "proxy.seq_len=32",
       "train.tokens=30720", "validation.points=5", "validation.seeds=2",
       "validation.step_log2=1.0", "validation.coord_widths=[32,64,128,256]",
-      "validation.coord_steps=2", "stages.stage.lr.trials=1", "progress=off", "device=cpu"]
+      "validation.coord_steps=2", "validation.can_pass=true", "validation.min_points=4",
+      "stages.stage.lr.trials=1", "progress=off", "device=cpu"]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -103,13 +103,13 @@ def verdict(run_dir: Path) -> dict:
 
 @pytest.mark.parametrize("case", ["mlp_mup", "parallel_mup"])
 def test_mup_versions_pass(case, request):
-    """Measured at this size over proxy.seed 0-4 (seed 0 is the one run here): MLP drift
-    +0.09/+0.03/+0.11/-0.01/+0.28, parallel -0.14/+0.25/-0.06/+0.07/+0.00 octave, fitted gap
-    ≤ 0.2 %, coordinate slope ≤ 0.14; limits ±0.5 octave, 1 %, 0.25."""
+    """Measured at this size (proxy.seed 0, fresh validation seeds): MLP drift +0.14 with 90 %
+    interval [+0.01, +0.27], parallel -0.02 [-0.21, +0.17]; gap ≤ 0.2 % at the interval's top;
+    curvature S/N 19 and 10. Limits ±0.5 octave, 1 %, S/N 3, coordinate slope 0.25."""
     code, run_dir = request.getfixturevalue(case)
     v = verdict(run_dir)
-    assert (code, v["passed"], v["reasons"]) == (EXIT_OK, True, [])
-    assert abs(v["drift_log2"]) <= 0.5 and v["coord_check"]["passed"]
+    assert (code, v["outcome"], v["reasons"]) == (EXIT_OK, "passed", [])
+    assert -0.5 <= v["drift_ci"][0] <= v["drift_ci"][1] <= 0.5 and v["coord_check"]["passed"]
 
 
 @pytest.mark.parametrize("case", ["mlp_sp", "parallel_sp"])
@@ -117,10 +117,11 @@ def test_sp_versions_are_rejected(case, request):
     """The readout without 1/width shows in the logits: slope 0.85-0.95 in log2 l1 vs log2
     width (limit 0.25) over proxy.seed 0-4. The lr drift usually rejects too (MLP -0.58/-0.68/
     -0.17/-0.67/-0.50, parallel -0.75/-0.75/-0.82/-0.88/diverged), but not always at this size,
-    so it is not asserted."""
+    so it is not asserted (measured with the current seeds: MLP -0.60 [-0.79, -0.42], parallel
+    -0.60 [-0.77, -0.44]: straddling the tolerance, so "cannot tell" on the drift alone)."""
     code, run_dir = request.getfixturevalue(case)
     v = verdict(run_dir)
-    assert (code, v["passed"]) == (EXIT_REJECTED, False)
+    assert (code, v["outcome"]) == (EXIT_REJECTED, "rejected")
     assert any("coordinate check failed" in r for r in v["reasons"])
     assert v["coord_check"]["logits_slope"] > 0.5  # SP logits grow ∝ width after one update
 
@@ -391,26 +392,11 @@ def test_a_builder_that_sets_its_own_base_shapes_keeps_them(tmp_path):
 def test_judge_rejects_a_wide_model_that_diverges_almost_everywhere():
     """Regression: an SP model that diverged at 3 of 5 points of the wide width crashed the
     shared-curvature fit (KeyError) instead of being rejected; seen with parallel_sp, seed 4."""
-    import optuna
-    from omegaconf import OmegaConf
-    from optuna.distributions import CategoricalDistribution, FloatDistribution
-    from optuna.trial import TrialState, create_trial
-
-    from transfer.config import ValidationConf
-    from transfer.validator import grid, judge
+    from transfer.verdict import Limits, grid, judge
 
     xs = grid(-4.3, 5, 1.0)
-    dist = {"log2_lr": FloatDistribution(xs[0], xs[-1]),
-            "width": CategoricalDistribution([32, 128])}
-    study = optuna.create_study()
-    for width, losses in ((32, [2.7, 2.6, 2.5, 2.6, 2.8]), (128, [2.5, 2.4, None, None, None])):
-        for x, y in zip(xs, losses):
-            state = TrialState.COMPLETE if y is not None else TrialState.PRUNED
-            study.add_trial(create_trial(params={"log2_lr": x, "width": width},
-                                         distributions=dist, value=y, state=state))
-    cfg = OmegaConf.create({"validation": OmegaConf.structured(ValidationConf(points=5,
-                                                                              step_log2=1.0))})
-    ctx = SimpleNamespace(cfg=cfg, plan=SimpleNamespace(width=32, validation_width=128))
-    v = judge(ctx, study, 2 ** -4.3, {"passed": True, "max_abs_slope": 0.1})
-    assert not v.passed
+    curves = {w: [(x, [y, y + 0.01]) for x, y in zip(xs, losses)] for w, losses in
+              ((32, [2.7, 2.6, 2.5, 2.6, 2.8]), (128, [2.5, 2.4] + [math.nan] * 3))}
+    v = judge(curves, None, -4.3, Limits(fit_window=5), {"passed": True, "max_abs_slope": 0.1})
+    assert v.outcome == "rejected"
     assert any("width 128: fewer than 3 grid points" in r for r in v.reasons)

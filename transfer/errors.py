@@ -7,7 +7,14 @@ from collections.abc import Callable
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 2
-EXIT_REJECTED = 3
+EXIT_REJECTED = 3  # the validator found evidence against transfer
+EXIT_INCONCLUSIVE = 4  # the measurement cannot tell (too noisy, too flat, not bracketed)
+
+
+def verdict_exit_code(outcome: str | None) -> int:
+    """The CLI exit code of a verdict's outcome; no verdict (validation off) exits 0."""
+    return {None: EXIT_OK, "passed": EXIT_OK, "rejected": EXIT_REJECTED,
+            "inconclusive": EXIT_INCONCLUSIVE}[outcome]
 
 
 class UserError(Exception):

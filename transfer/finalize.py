@@ -198,9 +198,10 @@ def winners_for_emit(cfg, hp: dict, verdict: Verdict | None = None) -> dict:
 
 
 def emitted_log2_lr(verdict: Verdict | None) -> float | None:
-    """The grid's measured optimum (mean of both widths' vertices) when both widths bracket it;
-    None (the stages' pick is emitted) otherwise."""
-    if verdict is None or not all(verdict.bracketed.values()):
+    """The grid's measured optimum (mean of both widths' vertices) when the verdict passed;
+    None (the stages' pick is emitted) otherwise: a rejected or inconclusive fit is no optimum
+    to stand on."""
+    if verdict is None or not verdict.passed:
         return None
     x = verdict.optimum_log2_lr
     return float(x) if math.isfinite(x) else None
@@ -211,8 +212,10 @@ def lr_provenance(hp: dict, verdict: Verdict | None) -> dict:
     x = emitted_log2_lr(verdict)
     d = {"tuned_by_stages": float(hp["lr"])}
     if x is None:
-        d.update(value=float(hp["lr"]), source="stages' pick (the validation grid did not locate "
-                 "the optimum at both widths, or did not run)")
+        d.update(value=float(hp["lr"]), source="stages' pick (the verdict did not pass, or "
+                 "validation did not run)")
+        if verdict is not None:
+            d["grid_optima_log2"] = {str(w): v for w, v in verdict.best_log2_lr.items()}
         return d
     lo, hi = verdict.optimum_ci
     d.update(value=2.0 ** x, log2=x, ci=[2.0 ** lo, 2.0 ** hi], confidence=verdict.confidence,

@@ -84,40 +84,56 @@ def _winners(stages: list[Mapping]) -> str:
                       _table(["stage", "best held-out loss", "winner"], rows)])
 
 
+def _ci(v: Mapping, key: str) -> str | None:
+    ci = v.get(key)
+    return None if not ci else f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
 def _verdict(validation: Mapping | None, cfg: Mapping) -> str:
     lines = ["## Verdict", ""]
     if validation is None:
         lines.append("Validation did not run: the transfer is **unverified** and target.yaml "
                      "says `validated: false`.")
         return "\n".join(lines)
-    v, vc = validation, cfg.get("validation", {})
+    v = validation
     coord = v.get("coord_check") or {}
-    tol = v.get("tolerance_log2")
-    lines += [(f"**{'PASSED' if v.get('passed') else 'REJECTED'}** at widths "
-               f"{', '.join(fmt(w) for w in v.get('widths', []))}."), ""]
-    rows = [("lr drift (log2)", v.get("drift_log2"), f"±{fmt(tol)}",
-             None if v.get("drift_log2") is None or tol is None
-             else abs(v["drift_log2"]) <= tol),
-            ("loss gap at transferred lr", v.get("loss_gap"), fmt(vc.get("max_gap")),
-             None if v.get("loss_gap") is None or vc.get("max_gap") is None
-             else v["loss_gap"] <= vc["max_gap"]),
-            ("seed noise (loss)", v.get("noise"), "—", None),
-            ("optimum at grid edge", v.get("edge_hit"), "no", None if v.get("edge_hit") is None
-             else not v["edge_hit"]),
-            ("coord check max abs slope", coord.get("max_abs_slope"),
-             fmt(vc.get("coord_max_slope")), coord.get("passed"))]
-    lines += [_table(["check", "value", "limit", "ok"], rows), ""]
+    tol, conf = v.get("tolerance_log2"), v.get("confidence")
+    outcome = v.get("outcome") or ("passed" if v.get("passed") else "rejected")
+    lines += [(f"**{outcome.upper()}** at widths "
+               f"{', '.join(fmt(w) for w in v.get('widths', []))}, {fmt(v.get('n_seeds'))} "
+               f"seeds; intervals at {fmt(conf)} confidence."), ""]
+    rows = [("lr drift (log2)", v.get("drift_log2"), _ci(v, "drift_ci"), f"±{fmt(tol)}"),
+            ("loss gap at the narrow optimum", v.get("loss_gap"), _ci(v, "loss_gap_ci"),
+             f"≤ {fmt(v.get('max_gap'))}"),
+            ("loss gap at the stages' pick", v.get("loss_gap_at_tuned"), None, "—"),
+            ("curvature S/N", v.get("curvature_snr"), None,
+             f"≥ {fmt(v.get('min_curvature_snr'))}"),
+            ("best loss, wide − narrow", v.get("wider_minus_narrow"),
+             _ci(v, "wider_minus_narrow_ci"), "not > 0"),
+            ("noise (residual σ / seed σ)", (v.get("noise") or {}).get("residual_std"),
+             fmt((v.get("noise") or {}).get("seed_std")), "—"),
+            ("optimum bracketed", v.get("bracketed"), None, "at every width"),
+            ("coord check max abs slope", coord.get("max_abs_slope"), None,
+             fmt(coord.get("max_slope")))]
+    lines += [_table(["check", "value", "interval", "limit"], rows), ""]
     best = v.get("best_log2_lr") or {}
     lines += [_table(["width", "best log2 lr", "best lr"],
                      [(fmt(w), x, None if x is None else 2.0 ** x)
-                      for w, x in best.items()]), "",
-              (f"Loss at the transferred lr on the wide model: "
-               f"{fmt(v.get('loss_at_transferred'))}; best loss found there: "
-               f"{fmt(v.get('loss_best_w1'))}.")]
-    reasons = v.get("reasons") or []
-    if reasons:
-        lines += ["", "Reasons:", ""] + [f"- {r}" for r in reasons]
-    return "\n".join(lines)
+                      for w, x in best.items()]), ""]
+    ex = v.get("extrapolation") or {}
+    if "target_width" in ex:
+        lines += [(f"Measured over {fmt(ex.get('measured_octaves'))} octaves of width; the target "
+                   f"(width {fmt(ex.get('target_width'))}) is {fmt(ex.get('extrapolated_octaves'))}"
+                   f" octaves further. If the drift grows linearly in log2 width it is "
+                   f"{fmt(ex.get('implied_target_drift'))} {_ci(ex, 'implied_target_drift_ci')} "
+                   "there."), ""]
+    for title, key in (("Evidence against transfer", "rejected_because"),
+                       ("Why it cannot tell", "inconclusive_because")):
+        if v.get(key):
+            lines += [f"{title}:", ""] + [f"- {r}" for r in v[key]] + [""]
+    if v.get("decide_with"):
+        lines.append(f"To decide it: {v['decide_with']}.")
+    return "\n".join(lines).rstrip()
 
 
 def _plots(plots: list[str]) -> str:
@@ -170,7 +186,10 @@ def _budget(cost: Mapping) -> str:
             (f"tuning as run: {hw} (FLOP-equivalent)", tu["gpu_hours"]),
             ((f"naive search on the target: {fmt(nv['trials'])} trials × "
               f"{fmt(nv['tokens_per_trial'])} tokens, {hw}"), nv["gpu_hours"]),
-            (f"saved {hw} (naive − tuning)", cost["saved_gpu_hours"]),
+            (f"baseline: fitting own lr/batch laws at smaller scales, {hw}",
+             (cost.get("baseline") or {}).get("gpu_hours")),
+            (f"saved {hw} (baseline − tuning device-hours; validated runs only)",
+             cost["saved_gpu_hours"]),
             ("tuning fraction (tuning / target pretraining)", _pct(cost["tuning_fraction"]))]
     stage_rows = [(s["name"], s.get("trials"), s.get("predicted_seconds"),
                    s.get("measured_seconds"), _pct(s.get("prediction_error")))
@@ -202,7 +221,8 @@ def render_report(*, name: str, cfg: Mapping, stages: list[Mapping],
     if validation is None:
         verdict = "NOT VALIDATED"
     else:
-        verdict = "PASSED" if validation.get("passed") else "REJECTED"
+        verdict = (validation.get("outcome")
+                   or ("passed" if validation.get("passed") else "rejected")).upper()
     model = cfg.get("model", {}).get("name") or target.get("model", {}).get("name")
     head = [f"# Sweep `{name}`", "",
             (f"Target `{model}`, budget `{cfg.get('budget')}`, verdict **{verdict}**, "

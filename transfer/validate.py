@@ -3,7 +3,7 @@ model μP? A thin Hydra CLI over `validate(cfg)`, and `validate_model(build)` fo
 
 builder → audit (shapes only; exit 2 with every finding) → output probe → an lr stage at
 proxy.width (the sweep's, started at train.lr) → the sweep's validator: lr grid at two widths,
-coordinate check, verdict, plots → archive. Exit 0 passes, 3 rejects, 2 is bad input.
+coordinate check, verdict, plots → archive. Exit 0 passes, 3 rejects, 4 cannot tell (inconclusive), 2 is bad input.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from transfer.audit import AuditFailed, audit, check_signature, probe_output, resolve_builder
 from transfer.config import ProxyConf, check_config, register_configs
-from transfer.errors import EXIT_OK, EXIT_REJECTED, UserError, exit_code
+from transfer.errors import UserError, exit_code, verdict_exit_code
 from transfer.family import MODEL_HPARAMS, ProxyPlan
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
@@ -145,8 +145,8 @@ def prepare(cfg: DictConfig, *, build: Callable | None = None):
 
 # ---- the job -------------------------------------------------------------------------------
 def validate(cfg: DictConfig, *, build: Callable | None = None) -> int:
-    """The whole check; returns 0 (μP: the lr transfers) or 3 (rejected). Raises UserError
-    (`AuditFailed` lists every finding) for bad input, before anything is trained."""
+    """The whole check; returns 0 (μP: the lr transfers), 3 (rejected) or 4 (inconclusive).
+    Raises UserError (`AuditFailed` lists every finding) for bad input, before any training."""
     import optuna
 
     from transfer.archive import code_version
@@ -172,14 +172,14 @@ def validate(cfg: DictConfig, *, build: Callable | None = None) -> int:
         raise UserError(f"another live process is validating run {prep.name!r}; wait for it, or "
                         "pass name=<another run name>")
     _write(prep, hp, verdict, trials_frame(ctx))
-    status = "finished" if verdict.passed else "rejected"
+    status = "finished" if verdict.passed else verdict.outcome
     prep.archive.record({"name": prep.name, "status": status, "validated": verdict.passed,
                          "drift_log2": verdict.drift_log2, "winners": {"lr": float(hp["lr"])}})
     mark_finalized(study)
     ctx.progress.line(f"\n== {prep.name}  ({run_dir})")
     for line in verdict_lines(verdict):
         ctx.progress.line(line)
-    return EXIT_OK if verdict.passed else EXIT_REJECTED
+    return verdict_exit_code(verdict.outcome)
 
 
 def _write(prep, hp: dict, verdict, trials) -> None:
@@ -229,7 +229,7 @@ def validate_model(build: Callable | str, *, width: int | None = None,
     """Python entry point: `validate_model(my_pkg.models.build, overrides=["budget=smoke"])`.
 
     `build` is the builder itself or its dotted path; `width`/`validation_width` set
-    proxy.width/proxy.validation_width. Returns 0 or 3; raises UserError (AuditFailed).
+    proxy.width/proxy.validation_width. Returns 0, 3 or 4; raises UserError (AuditFailed).
     """
     overrides = [*(f"proxy.{k}={v}" for k, v in (("width", width),
                                                  ("validation_width", validation_width))

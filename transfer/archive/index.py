@@ -18,7 +18,7 @@ from transfer.archive.files import ArchiveError, json_default, short
 INDEX_COLUMNS = ("name", "created", "status", "model", "fingerprint", "parametrization",
                  "proxy_widths", "winners", "validated", "drift_log2", "saved_gpu_hours",
                  "code_version")
-STATUSES = ("running", "finished", "rejected", "failed")
+STATUSES = ("running", "finished", "rejected", "inconclusive", "failed")
 FLOAT_COLUMNS = ("drift_log2", "saved_gpu_hours")
 JSON_COLUMNS = ("proxy_widths", "winners")  # lists/dicts, stored in the CSV as JSON strings
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")
