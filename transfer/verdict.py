@@ -61,6 +61,7 @@ class Limits:
     can_pass: bool = True  # False for budgets too small to mean anything (budget=smoke)
     target_width: int | None = None  # to say how far the verdict is extrapolated
     decide_hint: str = "budget=thorough (more seeds, longer runs)"  # printed when inconclusive
+    axis: str = "width"  # what the two curves differ in (messages only): "width" or "depth"
 
 
 @dataclass
@@ -241,6 +242,7 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
     if len(widths) != 2:
         raise ValueError(f"judge needs curves at exactly two widths, got {widths}")
     w0, w1 = widths
+    ax = limits.axis
     rej, unk = [], []
     n_seeds = min((len(p[1]) for w in widths for p in curves[w]), default=0)
     table, bracketed, win = {}, {}, {}
@@ -261,16 +263,16 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
                    "told from signal")
     n_fin = {w: int(np.isfinite(table[w]["loss"]).sum()) for w in widths}
     if n_fin[w1] < 3 <= n_fin[w0]:
-        rej.append(f"width {w1}: fewer than 3 grid points trained without diverging, while width "
-                   f"{w0} trained at {n_fin[w0]}: the wide model diverges where the narrow one "
+        rej.append(f"{ax} {w1}: fewer than 3 grid points trained without diverging, while {ax} "
+                   f"{w0} trained at {n_fin[w0]}: the larger model diverges where the smaller one "
                    "learns (SP-like)")
     for w in widths:
         if len(win[w]) < limits.min_points and not (w == w1 and rej):
-            unk.append(f"width {w}: {len(win[w])} finite points to fit, fewer than "
+            unk.append(f"{ax} {w}: {len(win[w])} finite points to fit, fewer than "
                        f"{limits.min_points}")
     coord = dict(coord or {})
     if coord and not coord.get("passed", False):
-        rej.append(f"coordinate check failed: activation size changes with width (max |slope| "
+        rej.append(f"coordinate check failed: activation size changes with {ax} (max |slope| "
                    f"{coord.get('max_abs_slope', math.nan):.2f} in log2-log2, allowed "
                    f"{limits.coord_max_slope})")
     octaves = math.log2(w1 / w0)
@@ -406,6 +408,7 @@ def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Li
            rej: list[str], unk: list[str]) -> None:
     """Every statistical rule, each adding a rejection or an inconclusive reason."""
     w0, w1 = widths
+    ax = limits.axis
     tol, conf = limits.tolerance_log2, f"{limits.confidence:.0%}"
     if not st["snr"] >= limits.min_curvature_snr:
         unk.append(f"the curves are too flat for their noise: curvature {st['a']:.4f} ± "
@@ -426,30 +429,32 @@ def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Li
             bound = sign * (mid - st["v"][other])
             upper = below == (w == w1)  # the bound is an upper one on the drift
             if (upper and bound < -tol) or (not upper and bound > tol):
-                rej.append(f"the optimum moved: at width {w} the loss is lowest at the {side} lr of "
-                           f"the grid ({edge:.2f} in log2 lr), so the drift from width {w0} to {w1} "
+                rej.append(f"the optimum moved: at {ax} {w} the loss is lowest at the {side} lr of "
+                           f"the grid ({edge:.2f} in log2 lr), so the drift from {ax} {w0} to {w1} "
                            f"is {'below' if upper else 'above'} {bound:+.2f}, tolerance ±{tol}")
                 continue
-        unk.append(f"width {w}: the optimum is at the {side} lr of the grid even after "
+        unk.append(f"{ax} {w}: the optimum is at the {side} lr of the grid even after "
                    f"extending it ({xs[0]:.2f}..{xs[-1]:.2f} in log2 lr): not located")
     if unbracketed:
         return
     lo, hi = st["drift_ci"]
     if lo > tol or hi < -tol:
-        rej.append(f"the optimum moved: drift {st['drift']:+.2f} log2(lr) from width {w0} to "
+        rej.append(f"the optimum moved: drift {st['drift']:+.2f} log2(lr) from {ax} {w0} to "
                    f"{w1}, {conf} interval {_fmt_ci(st['drift_ci'])} wholly outside ±{tol}")
     elif not (-tol <= lo and hi <= tol) and st["snr"] >= limits.min_curvature_snr:
         unk.append(f"drift {st['drift']:+.2f} log2(lr), {conf} interval "
                    f"{_fmt_ci(st['drift_ci'])} is not inside ±{tol}: too noisy to tell")
     glo, ghi = st["gap_ci"]
     if glo > limits.max_gap:
-        rej.append(f"the narrow optimum costs {st['gap']:.2%} at width {w1} ({conf} interval "
+        small = "narrow" if ax == "width" else "shallow"
+        rej.append(f"the {small} optimum costs {st['gap']:.2%} at {ax} {w1} ({conf} interval "
                    f"{_fmt_ci(st['gap_ci'], True)}), over the {limits.max_gap:.0%} allowed")
     elif not ghi <= limits.max_gap and st["snr"] >= limits.min_curvature_snr:
-        unk.append(f"loss gap at width {w1} {st['gap']:.2%}, {conf} interval "
+        unk.append(f"loss gap at {ax} {w1} {st['gap']:.2%}, {conf} interval "
                    f"{_fmt_ci(st['gap_ci'], True)} not under {limits.max_gap:.0%}")
     llo = st["level_ci"][0]
     if llo > 0:
-        rej.append(f"wider is worse: fitted best loss {st['best'][w1]:.4f} at width {w1} vs "
-                   f"{st['best'][w0]:.4f} at width {w0} ({conf} interval of the difference "
+        big = "wider" if ax == "width" else "deeper"
+        rej.append(f"{big} is worse: fitted best loss {st['best'][w1]:.4f} at {ax} {w1} vs "
+                   f"{st['best'][w0]:.4f} at {ax} {w0} ({conf} interval of the difference "
                    f"{_fmt_ci(st['level_ci'])} wholly above 0)")
