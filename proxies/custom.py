@@ -9,10 +9,20 @@ rescales MuReadout and biases from PyTorch's default (fan-in) init to μP's.
 
 The μP multipliers (input/output multiplier, init σ, attention scale) live in the user's model,
 so no stage may tune them here.
+
+Depth hook: a builder that accepts the keywords `n_layers` and `residual_mult`, e.g.
+`build(width, *, n_layers=2, residual_mult=1.0)`, is built with the family's depth and with
+`residual_mult` = `transfer.rules.residual_mult(n_layers / base_depth, depth_alpha)`, which it
+must multiply into every residual branch (`x = x + residual_mult * branch(norm(x))`), as the
+built-in family does; the depth check (`validation.depth_enabled`) then builds it deeper with
+`replace(n_layers=...)`. Its optimizer stays MuAdamW (width rules), so the hidden lr factor
+m_L^(α-1) is 1 only at α = 1 (CompleteP) — the depth setting this hook is meant for.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import inspect
 from collections.abc import Callable
@@ -23,6 +33,7 @@ import torch
 from mup import MuReadout, make_base_shapes, save_base_shapes, set_base_shapes
 from torch import nn
 
+from transfer import rules
 from transfer.audit import construct, skeleton
 from transfer.errors import UserError
 
@@ -38,6 +49,9 @@ class CustomFamily:
     delta_width: int | None = None  # None: 2 × base_width; only tells which dimensions grow
     target: str = "build"  # the dotted path, for messages and records
     fixed: dict = field(default_factory=dict)  # model hyperparameters a stage may not change
+    depth_alpha: float = 1.0  # residual_mult = (base_depth / n_layers)^α (the depth hook)
+    base_depth: int | None = None  # None: = n_layers
+    n_layers: int | None = None  # None: the builder's own depth (no `n_layers` keyword passed)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -46,6 +60,36 @@ class CustomFamily:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.delta_width is not None and self.delta_width == self.base_width:
             raise ValueError(f"delta_width must differ from base_width={self.base_width}")
+        if self.n_layers is not None and "n_layers" not in self.depth_keywords:
+            raise ValueError(f"{self.target} takes no `n_layers` keyword, so its depth cannot be "
+                             "changed; add `n_layers` and `residual_mult` keywords (see "
+                             "proxies/custom.py) or leave validation.depth_enabled=false")
+
+    @property
+    def depth_keywords(self) -> frozenset[str]:
+        """Which of the depth hook's keywords the builder accepts."""
+        try:
+            names = inspect.signature(self.build_fn).parameters
+        except (TypeError, ValueError):
+            return frozenset()
+        return frozenset(k for k in ("n_layers", "residual_mult") if k in names)
+
+    @property
+    def residual_mult(self) -> float:
+        if self.n_layers is None:
+            return 1.0
+        return rules.residual_mult(rules.depth_mult(self.n_layers, self.base_depth or
+                                                    self.n_layers), self.depth_alpha)
+
+    @property
+    def _fn(self) -> Callable[[int], nn.Module]:
+        """The builder with the depth hook's keywords bound (those it accepts)."""
+        kw = {}
+        if "n_layers" in self.depth_keywords and self.n_layers is not None:
+            kw["n_layers"] = self.n_layers
+        if "residual_mult" in self.depth_keywords:
+            kw["residual_mult"] = self.residual_mult
+        return functools.partial(self.build_fn, **kw) if kw else self.build_fn
 
     @property
     def delta(self) -> int:
@@ -56,7 +100,7 @@ class CustomFamily:
         """The model's structure at `width` (meta device), built once per width."""
         key = ("skeleton", width)
         if key not in self._cache:
-            self._cache[key] = skeleton(self.build_fn, width, target=self.target)
+            self._cache[key] = skeleton(self._fn, width, target=self.target)
         return self._cache[key]
 
     def base_shapes(self) -> dict:
@@ -104,14 +148,20 @@ class CustomFamily:
         `set_base_shapes` itself) keeps them: its own μP set-up is what is being checked.
         """
         self.check_width(width)
-        model = construct(self.build_fn, width, target=self.target, seed=seed).to(device)
+        model = construct(self._fn, width, target=self.target, seed=seed).to(device)
         if not all(hasattr(p, "infshape") for p in model.parameters()):
             # PyTorch's default init is fan-in scaled, which is what the rescale assumes.
             set_base_shapes(model, self.base_shapes())
         return model
 
     def replace(self, **hp) -> CustomFamily:
-        """The stages pass the model multipliers every time; they must be the config's values."""
+        """The stages pass the model multipliers every time; they must be the config's values.
+        `n_layers` (the depth check) gives the family at that depth, through the depth hook."""
+        if "n_layers" in hp:
+            n = int(hp.pop("n_layers"))
+            deeper = dataclasses.replace(self, n_layers=n, base_depth=self.base_depth or
+                                         self.n_layers or n, _cache={})
+            return deeper.replace(**hp)
         for k, v in hp.items():
             if k not in self.fixed:
                 raise UserError(f"proxy=custom has no hyperparameter {k!r}; the model's own "

@@ -2,7 +2,10 @@
 
 `TransformerFamily(...).build(width)` grows width with a fixed head dimension (heads grow with
 width) and keeps depth, ffn ratio and kv-group ratio, so the only thing that changes across a
-family is width — which is exactly what μP makes hyperparameters invariant to.
+family is width — which is exactly what μP makes hyperparameters invariant to. Depth changes
+with `.replace(n_layers=L)`: every residual branch is multiplied by `rules.residual_mult`
+(m_L^-α, m_L = n_layers / base_depth; CompleteP at α = 1), and the optimizer groups carry the
+depth lr and ε factors (`param_groups`), so hyperparameters tuned at base depth hold deeper too.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import torch.nn.functional as F
 from mup import MuReadout, MuSharedReadout, make_base_shapes, save_base_shapes, set_base_shapes
 from torch import nn
 
-from transfer import rules
+from transfer import params, rules
 
 NORMS = ("rmsnorm", "layernorm")
 MLPS = ("swiglu", "gelu")
@@ -96,10 +99,11 @@ class Block(nn.Module):
         self.norm2 = _norm(fam.norm, width, fam.norm_eps)
         self.attn = Attention(width, fam.d_head, fam.kv_group, scale, fam.positions == "rope")
         self.mlp = MLP(width, d_ff, fam.mlp)
+        self.residual_mult = fam.residual_mult  # m_L^-α on both branches (CompleteP Table 1)
 
     def forward(self, x, cos, sin):
-        x = x + self.attn(self.norm1(x), cos, sin)
-        return x + self.mlp(self.norm2(x))
+        x = x + self.residual_mult * self.attn(self.norm1(x), cos, sin)
+        return x + self.residual_mult * self.mlp(self.norm2(x))
 
 
 class _FrozenScaleReadout(MuReadout):
@@ -176,7 +180,7 @@ class TransformerFamily:
 
     vocab_size: int = 256  # bytes: the default corpus is raw UTF-8/ASCII source text
     seq_len: int = 128  # long enough for code structure, short enough for 2 CPU cores
-    n_layers: int = 2  # proxies tune width-transfer; depth is held fixed (and reported)
+    n_layers: int = 2  # the stages' depth; the depth check builds deeper with replace()
     d_head: int = 16  # fixed across widths so heads grow with width, as in real targets
     kv_group: int = 1  # query heads per kv head (GQA); kept across widths
     ffn_ratio: float = 4.0  # d_ff / d_model, kept across widths
@@ -196,13 +200,23 @@ class TransformerFamily:
     # (Llama 3's) is not applied: it rescales wavelengths beyond 8192 tokens, ≫ proxy context.
     rope_theta: float = 10000.0
     norm_eps: float = 1e-6
+    # Depth: branches × (base_depth / n_layers)^α. α = 1 is CompleteP (Dey et al. 2025), the one
+    # whose lr optimum holds across depth in their Fig. 1; 0 is width-only μP (no depth rule).
+    depth_alpha: float = 1.0
+    base_depth: int | None = None  # None: = n_layers, so the stages tune at m_L = 1
 
     def __post_init__(self):
         for name, allowed in (("norm", NORMS), ("mlp", MLPS), ("positions", POSITIONS),
                               ("parametrization", rules.PARAMETRIZATIONS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"proxy.{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name in ("vocab_size", "seq_len", "n_layers", "d_head", "kv_group", "base_width"):
+        if self.base_depth is None:
+            object.__setattr__(self, "base_depth", self.n_layers)
+        if not 0 <= self.depth_alpha <= 1:
+            raise ValueError(f"proxy.depth_alpha must be in [0, 1] (0 μP, 0.5 Depth-μP, 1 "
+                             f"CompleteP), got {self.depth_alpha}")
+        for name in ("vocab_size", "seq_len", "n_layers", "d_head", "kv_group", "base_width",
+                     "base_depth"):
             if getattr(self, name) < 1:
                 raise ValueError(f"proxy.{name} must be >= 1, got {getattr(self, name)}")
         for name in ("ffn_ratio", "attn_mult", "input_mult", "output_mult", "init_std",
@@ -227,7 +241,40 @@ class TransformerFamily:
                              f"{self.d_head * self.kv_group}")
 
     def replace(self, **changes) -> TransformerFamily:
+        """The family with `changes`; a new depth keeps `base_depth` (so m_L changes)."""
         return dataclasses.replace(self, **changes)
+
+    @property
+    def depth_mult(self) -> float:
+        return rules.depth_mult(self.n_layers, self.base_depth)
+
+    @property
+    def residual_mult(self) -> float:
+        """The branch multiplier; 1 under SP, which has no depth rule."""
+        alpha = self.depth_alpha if self.parametrization == "mup" else 0.0
+        return rules.residual_mult(self.depth_mult, alpha)
+
+    def param_classes(self, width: int) -> dict[str, params.ParamClass]:
+        """Every parameter's class at `width` (transfer.params), against the base-width model."""
+        base = {n: p.shape for n, p in self._skeleton(self.base_width).named_parameters()}
+        shapes = {n: p.shape for n, p in self._skeleton(width).named_parameters()}
+        return params.classify_named(shapes, base, depth_mult=self.depth_mult)
+
+    def base_values(self, *, lr: float = 1e-3, weight_decay: float = 0.0, eps: float = 1e-8
+                    ) -> params.BaseValues:
+        return params.BaseValues(lr=lr, init_std=self.init_std, weight_decay=weight_decay,
+                                 eps=eps, depth_alpha=self.depth_alpha,
+                                 parametrization=self.parametrization,
+                                 readout_zero_init=self.readout_zero_init,
+                                 zero_init_query=self.zero_init_query)
+
+    def param_groups(self, model: Transformer, *, lr: float, weight_decay: float = 0.0,
+                     eps: float = 1e-8) -> list[dict]:
+        """AdamW groups for `model` by the classification: μP's width rules (what MuAdamW
+        does), the depth rules and per-group ε."""
+        return params.optimizer_groups(model.named_parameters(), self.param_classes(model.width),
+                                       self.base_values(lr=lr, weight_decay=weight_decay,
+                                                        eps=eps))
 
     # ---- building ---------------------------------------------------------------------
     def _skeleton(self, width: int) -> Transformer:
@@ -253,34 +300,23 @@ class TransformerFamily:
         model = self._skeleton(width).to_empty(device=device)
         if self.tied_embeddings:  # to_empty allocates every parameter anew, breaking the tie
             model.readout.weight = model.tok_emb.weight
-        base = self._skeleton(self.base_width)
         if self.parametrization == "mup":
             set_base_shapes(model, self.base_shapes(), rescale_params=False)
-            self._init_weights(model, base, seed)
+            self._init_weights(model, seed)
             model.readout.freeze_scale()
         else:
-            self._init_weights(model, base, seed)
+            self._init_weights(model, seed)
         cos, sin = _rope_tables(self.seq_len, self.d_head, device=device, theta=self.rope_theta)
         model.rope_cos, model.rope_sin = cos, sin
         return model
 
-    def _init_weights(self, model: Transformer, base: Transformer, seed: int) -> None:
+    def _init_weights(self, model: Transformer, seed: int) -> None:
+        """σ per parameter from its class (transfer.params.init_std): the same decision the
+        optimizer groups and the emitter read."""
         gen = torch.Generator(device="cpu").manual_seed(seed)
-        base_params = dict(base.named_parameters())
-        width_m = rules.width_mult(model.width, self.base_width)
+        classes, v = self.param_classes(model.width), self.base_values()
         for name, p in model.named_parameters():
-            if p.ndim == 1:  # norm gains
-                std = None
-            elif name.startswith(("tok_emb", "pos_emb")):
-                std = rules.embedding_init_std(self.init_std)
-            elif name.startswith("readout"):
-                std = 0.0 if self.readout_zero_init else rules.readout_init_std(
-                    self.init_std, width_m, self.parametrization)
-            elif name.endswith("attn.q.weight") and self.zero_init_query:
-                std = 0.0
-            else:  # hidden matrix: fan-in multiplier relative to the base model
-                fanin_m = p.shape[1] / base_params[name].shape[1]
-                std = rules.hidden_init_std(self.init_std, fanin_m)
+            std = params.init_std(classes[name], v, tied=self.tied_embeddings)
             with torch.no_grad():
                 if std is None:
                     p.fill_(1.0)

@@ -14,6 +14,7 @@ from torch import nn
 from proxies import TransformerFamily
 from transfer import apply, hf
 
+HIDDEN_GROUPS = ("hidden_attn", "hidden_mlp_in", "hidden_mlp_down")
 TOL = 0.05  # relative σ tolerance: ≥ 8k draws per group, so the standard error is < 1 %
 
 
@@ -54,9 +55,10 @@ def covered_once(model: nn.Module, groups: list[dict]) -> None:
 def test_granite_init_matches_target_sigma_per_group(transformers):
     t = small_target()
     model = apply.init_(granite(transformers, t), t, seed=1)
-    hidden = [r for r in apply.HIDDEN if r != "attn_q"]
-    assert measured_std(model, t, hidden.__contains__) == pytest.approx(
-        group(t, "hidden")["init_std"], rel=TOL)
+    for name in HIDDEN_GROUPS:  # each hidden group its own σ (its fan-in's)
+        roles = apply.GROUP_ROLES[name] - {"attn_q"}
+        assert measured_std(model, t, roles.__contains__) == pytest.approx(
+            group(t, name)["init_std"], rel=TOL), name
     assert measured_std(model, t, {"embedding"}.__contains__) == pytest.approx(
         group(t, "embedding")["init_std"], rel=TOL)
     for layer in model.model.layers:  # zero_init: attention q, as on the proxy
@@ -73,8 +75,8 @@ def test_reduced_granite_init_uses_target_values_when_not_strict(transformers):
     with pytest.raises(ValueError, match="does not fit the target"):
         apply.init_(granite(transformers, t, **small), t)
     model = apply.init_(granite(transformers, t, **small), t, strict=False)
-    assert measured_std(model, t, {"mlp_up", "mlp_gate", "mlp_down"}.__contains__) == \
-        pytest.approx(group(t, "hidden")["init_std"], rel=TOL)
+    assert measured_std(model, t, {"mlp_up", "mlp_gate"}.__contains__) == \
+        pytest.approx(group(t, "hidden_mlp_in")["init_std"], rel=TOL)
 
 
 def test_proxy_family_init_equals_the_proxys_own():
@@ -87,7 +89,7 @@ def test_proxy_family_init_equals_the_proxys_own():
         assert measured_std(ours, t, set(roles).__contains__) == pytest.approx(
             measured_std(own, t, set(roles).__contains__), rel=TOL), roles
     for name, p in ours.named_parameters():
-        if apply.role_of(name) in ("attn_q", "readout", "norm"):  # exact values
+        if apply.role_of(name) in ("attn_q", "readout", "norm", "final_norm"):  # exact values
             torch.testing.assert_close(p, dict(own.named_parameters())[name], msg=name)
 
 
@@ -119,11 +121,13 @@ def test_granite_groups_cover_every_parameter_once(transformers, tied):
     groups = apply.param_groups(model, t)
     covered_once(model, groups)
     names = [g["name"] for g in groups]
-    assert names == (["hidden", "embedding", "vector"] if tied
-                     else ["hidden", "embedding", "readout", "vector"])
+    assert names == [*HIDDEN_GROUPS, "embedding", *([] if tied else ["readout"]),
+                     "vector_block", "vector_final"]
     by = {g["name"]: g for g in groups}
-    assert len(by["hidden"]["params"]) == 7 * 2  # q k v o gate up down × 2 layers
-    assert by["vector"]["weight_decay"] == 0.0
+    assert len(by["hidden_attn"]["params"]) == 4 * 2  # q k v o × 2 layers
+    assert len(by["hidden_mlp_in"]["params"]) == 2 * 2  # gate up × 2 layers
+    assert len(by["vector_block"]["params"]) == 2 * 2  # two pre-branch norms × 2 layers
+    assert by["vector_block"]["weight_decay"] == 0.0
     for g in groups:
         assert g["lr"] == group(t, g["name"])["lr"]
         assert g["weight_decay"] == group(t, g["name"])["weight_decay"]
@@ -136,22 +140,22 @@ def test_proxy_groups_match_muadamw_per_parameter():
     model = fam.build(MODEL["d_model"])
     groups = apply.param_groups(model, t)
     covered_once(model, groups)
-    base = group(t, "vector")["lr"]
+    base = group(t, "vector_final")["lr"]
     ours = {id(p): g["lr"] / base for g in groups for p in g["params"]}
     mu = MuAdamW(model.parameters(), lr=WINNERS["lr"])
     theirs = {id(p): g["lr"] / WINNERS["lr"] for g in mu.param_groups for p in g["params"]}
     for name, p in model.named_parameters():
         assert ours[id(p)] == pytest.approx(theirs[id(p)]), name
-    assert math.isclose(group(t, "hidden")["lr"], base / 4)  # width_mult 128 / 32
+    assert math.isclose(group(t, "hidden_attn")["lr"], base / 4)  # width_mult 128 / 32
 
 
 def test_groups_drive_a_real_adamw_step(transformers):
     t = small_target()
     for g in t["param_groups"]:
-        g["eps"] = 1e-12 if g["name"] == "hidden" else 1e-8
+        g["eps"] = 1e-12 if g["name"].startswith("hidden") else 1e-8
     model = apply.init_(granite(transformers, t), t)
     opt = torch.optim.AdamW(apply.param_groups(model, t), betas=(0.9, 0.95))
-    assert [g["eps"] for g in opt.param_groups] == [1e-12, 1e-8, 1e-8, 1e-8]
+    assert [g["eps"] for g in opt.param_groups] == [1e-12] * 3 + [1e-8] * 4
     tokens = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(0))
     before = model.lm_head.weight.detach().clone()
     model(tokens, labels=tokens).loss.backward()
@@ -160,9 +164,11 @@ def test_groups_drive_a_real_adamw_step(transformers):
 
 
 def test_a_split_hidden_group_takes_its_matrices():
-    t = small_target()
-    hidden = group(t, "hidden")
-    t["param_groups"].insert(1, {**hidden, "name": "hidden_mlp_down", "lr": 1e-4})
+    t = small_target()  # as an older file: one `hidden` group, and a split-off down-projection
+    hidden = group(t, "hidden_attn")
+    t["param_groups"] = [{**hidden, "name": "hidden"}, {**hidden, "name": "hidden_mlp_down",
+                                                         "lr": 1e-4}] + [
+        g for g in t["param_groups"] if not g["name"].startswith("hidden")]
     model = family().build(128)
     by = {g["name"]: g for g in apply.param_groups(model, t)}
     assert {id(p) for p in by["hidden_mlp_down"]["params"]} == {
@@ -181,21 +187,21 @@ def test_unknown_parameter_is_named():
 
 def test_unknown_group_name_is_refused():
     t = small_target()
-    group(t, "vector")["name"] = "gains"
+    group(t, "vector_final")["name"] = "gains"
     with pytest.raises(ValueError, match="'gains' is unknown.*known: hidden"):
         apply.param_groups(family().build(128), t)
 
 
 def test_two_equally_specific_groups_for_one_role_are_refused():
     t = small_target()
-    t["param_groups"].append({**group(t, "vector"), "name": "vector"})
+    t["param_groups"].append({**group(t, "vector_block"), "name": "vector_block"})
     with pytest.raises(ValueError, match="both claim"):
         apply.param_groups(family().build(128), t)
 
 
 def test_a_parameter_without_a_group_is_refused():
     t = small_target()
-    t["param_groups"] = [g for g in t["param_groups"] if g["name"] != "vector"]
+    t["param_groups"] = [g for g in t["param_groups"] if g["name"] != "vector_block"]
     with pytest.raises(ValueError, match="in no target.yaml param group"):
         apply.param_groups(family().build(128), t)
 
@@ -207,6 +213,6 @@ def test_tying_mismatch_is_refused():
 
 def test_unknown_zero_init_entry_is_refused():
     t = small_target()
-    group(t, "hidden")["zero_init"] = ["attention k"]
+    group(t, "hidden_attn")["zero_init"] = ["attention k"]
     with pytest.raises(ValueError, match="zero_init entry 'attention k'"):
         apply.init_(family().build(128), t)

@@ -54,6 +54,19 @@ def test_mup_block_follows_the_formulas(name):
     assert mup["attn_scale"] == pytest.approx(1.5 / d_head)  # 1/d, not 1/sqrt(d), and target's
 
 
+HIDDEN = ("hidden_attn", "hidden_mlp_in", "hidden_mlp_down")
+VECTOR = ("vector_block", "vector_final")
+
+
+def hidden_mults(m: dict, ffn_ratio: float | None = None) -> dict[str, float]:
+    """Each hidden group's fan-in multiplier against the proxy's base model (its d_ff is
+    round(ffn_ratio × base_width), the proxy's own)."""
+    ffn = ffn_ratio or m["d_ff"] / m["d_model"]
+    mult = m["d_model"] / BASE_WIDTH
+    return {"hidden_attn": mult, "hidden_mlp_in": mult,
+            "hidden_mlp_down": m["d_ff"] / round(ffn * BASE_WIDTH)}
+
+
 @pytest.mark.parametrize("name", ["3b", "7b"])
 def test_param_groups_follow_the_adam_table(name):
     m = load_model(name)
@@ -61,24 +74,71 @@ def test_param_groups_follow_the_adam_table(name):
     t = make(name)
     g, tr = groups(t), t["train"]
     lr, wd = tr["lr"], tr["weight_decay"]  # base lr after the horizon/batch rules; wd from τ
-    assert list(g) == ["hidden", "embedding", "readout", "vector"]
-    assert g["hidden"]["lr_transferred"] == pytest.approx(3e-3 / mult)  # μP, as tuned
-    assert g["hidden"]["lr"] == pytest.approx(lr / mult)  # the same rule on the launch lr
-    assert g["hidden"]["init_std"] == pytest.approx(0.03 / math.sqrt(mult))
-    assert g["hidden"]["weight_decay"] == pytest.approx(wd * mult)
-    # decoupled AdamW shrinks by lr·wd per step: width-independent for hidden matrices
-    assert g["hidden"]["lr"] * g["hidden"]["weight_decay"] == pytest.approx(lr * wd)
-    for k in ("embedding", "readout", "vector"):
+    assert list(g) == [*HIDDEN, "embedding", "readout", *VECTOR]
+    for k, hm in hidden_mults(m).items():
+        assert g[k]["lr_transferred"] == pytest.approx(3e-3 / hm)  # μP, as tuned
+        assert g[k]["lr"] == pytest.approx(lr / hm)  # the same rule on the launch lr
+        assert g[k]["init_std"] == pytest.approx(0.03 / math.sqrt(hm))
+        assert g[k]["weight_decay"] == pytest.approx(wd * hm)
+        # decoupled AdamW shrinks by lr·wd per step: width-independent for hidden matrices
+        assert g[k]["lr"] * g[k]["weight_decay"] == pytest.approx(lr * wd)
+        assert g[k]["eps"] == pytest.approx(tr["eps"] / hm)
+    for k in ("embedding", "readout", *VECTOR):
         assert g[k]["lr"] == lr and g[k]["lr_transferred"] == 3e-3  # unchanged with width
     assert g["embedding"]["init_std"] == 0.03 and g["embedding"]["weight_decay"] == wd
     assert g["readout"]["weight_decay"] == wd
     # Adam ε: matrix-like groups ε / width_mult, vector groups ε
-    for k in ("hidden", "embedding", "readout"):
+    for k in ("embedding", "readout"):
         assert g[k]["eps"] == pytest.approx(tr["eps"] / mult)
-    assert g["vector"]["eps"] == tr["eps"]
+    for k in VECTOR:
+        assert g[k]["eps"] == tr["eps"]
+        assert g[k]["init"] == "ones" and g[k]["init_std"] is None
+        assert g[k]["weight_decay"] == 0.0
     assert g["readout"]["logits_scale"] == pytest.approx(2.0 / mult)
-    assert g["vector"]["init"] == "ones" and g["vector"]["init_std"] is None
-    assert g["vector"]["weight_decay"] == 0.0
+
+
+def test_a_pinned_proxy_ffn_ratio_gives_the_down_projection_its_own_multiplier():
+    # The proxy trained SwiGLU at ffn_ratio 4 while the 7b target has 11008/4096 = 2.6875: the
+    # down-projection's fan-in grew 11008/512, not 4096/128 (the bug one d_model ratio had).
+    m = load_model("7b")
+    g = groups(make("7b", proxy=dict(PROXY, ffn_ratio=4.0)))
+    down = m["d_ff"] / (4 * BASE_WIDTH)
+    assert g["hidden_mlp_down"]["lr_transferred"] == pytest.approx(3e-3 / down)
+    assert g["hidden_mlp_down"]["init_std"] == pytest.approx(0.03 / math.sqrt(down))
+    assert g["hidden_attn"]["lr_transferred"] == pytest.approx(3e-3 / (m["d_model"] / BASE_WIDTH))
+    assert g["hidden_mlp_down"]["fan_in"] == m["d_ff"]
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
+def test_depth_rules_at_the_target_depth(alpha):
+    m = load_model("7b")  # 32 layers; proxies tuned at base depth 2: m_L = 16
+    t = make("7b", proxy=dict(PROXY, depth_alpha=alpha, base_depth=2))
+    mup, g, tr = t["mup"], groups(t), t["train"]
+    m_l = m["n_layers"] / 2
+    lr_factor = m_l ** (alpha - 1) if alpha else 1.0  # α = 0 is μP: no depth rule at all
+    assert mup["depth_mult"] == m_l and mup["residual_mult"] == pytest.approx(m_l ** -alpha)
+    hm = hidden_mults(m)
+    for k in HIDDEN:
+        assert g[k]["lr_transferred"] == pytest.approx(3e-3 / hm[k] * lr_factor)
+        assert g[k]["eps"] == pytest.approx(tr["eps"] / hm[k] * m_l ** -alpha)
+        assert g[k]["depth_mult"] == m_l
+    assert g["vector_block"]["lr_transferred"] == pytest.approx(3e-3 * lr_factor)
+    assert g["vector_block"]["eps"] == pytest.approx(tr["eps"] * m_l ** -alpha)
+    for k in ("embedding", "readout", "vector_final"):  # outside every residual block
+        assert g[k]["lr_transferred"] == 3e-3 and g[k]["depth_mult"] == 1.0
+
+
+def test_depth_is_transferred_only_when_the_depth_check_passed():
+    proxy = dict(PROXY, depth_alpha=1.0, base_depth=2)
+    names = {x["name"] for x in make("7b", proxy=proxy)["provenance"]["not_transferred"]}
+    assert "depth" in names  # the check did not run
+    failed = {"outcome": "rejected", "depths": [2, 8], "reasons": ["drift"]}
+    nt = {x["name"]: x for x in make("7b", proxy=proxy, depth=failed)["provenance"][
+        "not_transferred"]}
+    assert "rejected" in nt["depth"]["reason"]
+    t = make("7b", proxy=proxy, depth=dict(failed, outcome="passed", reasons=[]))
+    assert "depth" not in {x["name"] for x in t["provenance"]["not_transferred"]}
+    assert "depth" in {x["name"] for x in t["provenance"]["transferred"]}
 
 
 def test_untied_readout_is_zero_initialised_by_default():
@@ -98,8 +158,10 @@ def test_tied_readout_shares_the_embedding_table():
 
 
 def test_zero_init_query_is_stated_when_the_proxy_used_it():
-    assert groups(make())["hidden"]["zero_init"] == ["attention q"]
-    assert "zero_init" not in groups(make(proxy=dict(PROXY, zero_init_query=False)))["hidden"]
+    assert groups(make())["hidden_attn"]["zero_init"] == ["attention q"]
+    assert "zero_init" not in groups(make(proxy=dict(PROXY, zero_init_query=False)))[
+        "hidden_attn"]
+    assert "zero_init" not in groups(make())["hidden_mlp_in"]
 
 
 def test_at_base_width_mup_values_equal_the_tuned_ones():
@@ -107,8 +169,9 @@ def test_at_base_width_mup_values_equal_the_tuned_ones():
     t = emit.emit_target(tiny, base_width=256, winners=WINNERS, proxy=PROXY, validated=True,
                          drift_log2=0.0, fingerprint="x", budget={}, created="now")
     g = groups(t)
-    assert g["hidden"]["lr_transferred"] == 3e-3 and g["hidden"]["init_std"] == 0.03
-    assert g["hidden"]["lr"] == t["train"]["lr"] and g["hidden"]["eps"] == t["train"]["eps"]
+    for k in ("hidden_attn", "hidden_mlp_in"):
+        assert g[k]["lr_transferred"] == 3e-3 and g[k]["init_std"] == 0.03
+        assert g[k]["lr"] == t["train"]["lr"] and g[k]["eps"] == t["train"]["eps"]
     assert t["mup"]["logits_scale"] == 2.0
 
 
@@ -119,8 +182,9 @@ def test_sp_proxy_emits_naive_values_and_is_never_validated():
     assert "sp" in t["provenance"]["warning"] and "do not transfer" in t["provenance"]["warning"]
     assert list(t["provenance"])[:2] == ["validated", "warning"]
     g = groups(t)
-    assert g["hidden"]["lr_transferred"] == 3e-3  # plain AdamW: no width scaling
-    assert g["hidden"]["lr"] == g["vector"]["lr"] and g["hidden"]["eps"] == g["vector"]["eps"]
+    assert g["hidden_attn"]["lr_transferred"] == 3e-3  # plain AdamW: no width scaling
+    assert g["hidden_attn"]["lr"] == g["vector_block"]["lr"]
+    assert g["hidden_mlp_down"]["eps"] == g["vector_block"]["eps"]
     assert t["mup"]["attn_scale"] == pytest.approx(1.5 / math.sqrt(128))
     assert t["mup"]["logits_scale"] == 2.0
 

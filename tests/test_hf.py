@@ -44,7 +44,7 @@ def test_config_dict_multipliers_are_target_yaml_values():
     # Granite divides the logits by logits_scaling; μP multiplies by output_mult / width_mult
     assert d["logits_scaling"] == pytest.approx(1 / mup["logits_scale"]) == pytest.approx(4 / 2.0)
     assert d["residual_multiplier"] == 1.0
-    assert d["initializer_range"] == group(t, "hidden")["init_std"] == pytest.approx(0.05 / 2)
+    assert d["initializer_range"] == group(t, "hidden_attn")["init_std"] == pytest.approx(0.05 / 2)
 
 
 def test_rope_theta_and_norm_eps_default_and_follow_the_model():

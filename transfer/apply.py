@@ -4,14 +4,13 @@
 zero-init: the attention query, the untied readout by default); `param_groups(model, target)`
 returns one AdamW group per target.yaml group with its lr, weight decay and ε. Parameters are
 matched by role (name pattern, checked against shape) for a Hugging Face `GraniteForCausalLM`
-and for the project's own family (`proxies/transformer.py`); each role is decided once here,
-and both functions read that one answer. An unknown parameter or group name is an error that
-names it. No mup package is needed: the numbers in target.yaml are already explicit.
+and for the project's own family (`proxies/transformer.py`); each role is decided once, in
+`transfer.params`, and both functions read that one answer. An unknown parameter or group
+name is an error that names it. No mup package is needed: the numbers in target.yaml are already explicit.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,50 +19,11 @@ import torch
 import yaml
 from torch import nn
 
-HIDDEN_ATTN = ("attn_q", "attn_k", "attn_v", "attn_o")
-HIDDEN_MLP = ("mlp_gate", "mlp_up", "mlp_down")
-HIDDEN = HIDDEN_ATTN + HIDDEN_MLP
-MATRIX_ROLES = (*HIDDEN, "embedding", "position", "readout")
+from transfer.params import GROUP_ROLES, HIDDEN, MATRIX_ROLES, ROLE_PATTERNS, role_of
 
-# Parameter name → role, for GraniteForCausalLM (Llama layout) and proxies.TransformerFamily.
-# Searched anywhere in the name, so wrappers ("module.", "_orig_mod.") do not matter.
-ROLE_PATTERNS: tuple[tuple[str, str], ...] = (
-    (r"(^|\.)embed_tokens\.weight$", "embedding"),  # Granite
-    (r"(^|\.)lm_head\.weight$", "readout"),
-    (r"self_attn\.q_proj\.weight$", "attn_q"),
-    (r"self_attn\.k_proj\.weight$", "attn_k"),
-    (r"self_attn\.v_proj\.weight$", "attn_v"),
-    (r"self_attn\.o_proj\.weight$", "attn_o"),
-    (r"mlp\.gate_proj\.weight$", "mlp_gate"),
-    (r"mlp\.up_proj\.weight$", "mlp_up"),
-    (r"mlp\.down_proj\.weight$", "mlp_down"),
-    (r"(^|\.)(input_layernorm|post_attention_layernorm|norm)\.weight$", "norm"),
-    (r"(^|\.)tok_emb\.weight$", "embedding"),  # proxies.TransformerFamily
-    (r"(^|\.)pos_emb\.weight$", "position"),
-    (r"(^|\.)readout\.weight$", "readout"),
-    (r"attn\.q\.weight$", "attn_q"),
-    (r"attn\.k\.weight$", "attn_k"),
-    (r"attn\.v\.weight$", "attn_v"),
-    (r"attn\.o\.weight$", "attn_o"),
-    (r"mlp\.gate\.weight$", "mlp_gate"),
-    (r"mlp\.up\.weight$", "mlp_up"),
-    (r"mlp\.down\.weight$", "mlp_down"),
-    (r"(^|\.)(norm1|norm2|norm)\.weight$", "norm"),
-    (r"\.bias$", "bias"),  # either family: vector-like (μP), initialised to zero
-)
-
-# target.yaml group name → the roles it may hold. When several groups hold a role (`hidden`
-# and a split-off `hidden_mlp_down`), the group with the fewest roles, the most specific, wins.
-GROUP_ROLES: dict[str, frozenset[str]] = {
-    "hidden": frozenset(HIDDEN),
-    "hidden_attn": frozenset(HIDDEN_ATTN),
-    "hidden_mlp": frozenset(HIDDEN_MLP),
-    "hidden_mlp_in": frozenset(("mlp_gate", "mlp_up")),
-    **{f"hidden_{r}": frozenset((r,)) for r in HIDDEN},  # hidden_attn_q, ..., hidden_mlp_down
-    "embedding": frozenset(("embedding", "position")),
-    "readout": frozenset(("readout",)),
-    "vector": frozenset(("norm", "bias")),
-}
+# Roles, their name patterns and the group names are decided once, in transfer.params.
+__all__ = ["GROUP_ROLES", "ROLE_PATTERNS", "Assigned", "assign", "init_", "load_target",
+           "param_groups", "role_of"]
 
 # A group's `zero_init` entries (target.yaml words) → roles.
 ZERO_INIT_ROLES: dict[str, frozenset[str]] = {
@@ -85,16 +45,6 @@ class Assigned:
 def load_target(run_dir: Path | str) -> dict:
     """`run_dir/target.yaml` as a dict (plain YAML; nothing in it is executed)."""
     return yaml.safe_load((Path(run_dir) / "target.yaml").read_text(encoding="utf-8"))
-
-
-def role_of(name: str) -> str:
-    """The role of parameter `name`; ValueError naming it when no pattern knows it."""
-    for pattern, role in ROLE_PATTERNS:
-        if re.search(pattern, name):
-            return role
-    raise ValueError(f"parameter {name!r} has no μP role: transfer.apply knows GraniteForCausalLM "
-                     "and proxies.TransformerFamily names; add a pattern to "
-                     "transfer.apply.ROLE_PATTERNS for your model")
 
 
 def _group_for_role(groups: list[Mapping]) -> dict[str, Mapping]:
@@ -123,7 +73,8 @@ def _check_shape(name: str, p: torch.Tensor, role: str, model_block: Mapping | N
         return
     d, vocab = int(model_block["d_model"]), int(model_block["vocab_size"])
     ok = {"embedding": tuple(p.shape) == (vocab, d), "readout": tuple(p.shape) == (vocab, d),
-          "norm": tuple(p.shape) == (d,), "position": p.ndim == 2 and p.shape[1] == d}
+          "norm": tuple(p.shape) == (d,), "final_norm": tuple(p.shape) == (d,),
+          "position": p.ndim == 2 and p.shape[1] == d}
     if not ok.get(role, role not in HIDDEN or d in p.shape):
         raise ValueError(f"parameter {name!r} ({role}) has shape {tuple(p.shape)}, which does "
                          f"not fit the target (d_model {d}, vocab {vocab}): target.yaml's σ and lr "

@@ -66,6 +66,11 @@ class ProxyConf:
     input_mult: float = 1.0
     output_mult: float = 1.0
     init_std: float = 0.02
+    # Depth (CompleteP, Dey et al. 2025): residual branches × (base_depth / n_layers)^α with the
+    # matching lr and ε factors. 1.0: CompleteP, whose optimum holds across depth; 0.5:
+    # Depth-μP; 0.0: width-only μP (the depth check is built to reject it).
+    depth_alpha: float = 1.0
+    base_depth: int | None = None  # None: the stages' n_layers (m_L = 1 where they tune)
     seed: int = 0
 
 
@@ -132,6 +137,10 @@ class ValidationConf:
     confidence: float = 0.90  # of the drift, gap and optimum intervals (two-sided)
     can_pass: bool = True  # false on budgets too small for a verdict (budget=smoke)
     decide_hint: str = "budget=thorough, or validation.seeds=4"  # printed when inconclusive
+    # Depth: the same lr grid at the stage width and a deeper proxy, judged like width.
+    depth_enabled: bool = False  # off in budget=default: see conf/budget/thorough.yaml
+    depth: int | None = None  # layers of the deep proxy; None: 4 × the stages' n_layers
+    coord_depths: list[int] | None = None  # None: n_layers × 1, 2, 4 (and the deep proxy's)
 
 
 @dataclass
@@ -294,6 +303,13 @@ def check_config(cfg: DictConfig | Config) -> None:
     if c.storage.kind not in ("journal", "postgres"):
         _fail(f"storage.kind={c.storage.kind!r}; use storage=journal or storage=postgres")
     v = c.validation
+    if not 0 <= c.proxy.get("depth_alpha", 1.0) <= 1:
+        _fail(f"proxy.depth_alpha={c.proxy.depth_alpha} must be in [0, 1] (0 μP, 0.5 Depth-μP, "
+              "1 CompleteP)")
+    if c.proxy.get("base_depth") is not None and c.proxy.base_depth < 1:
+        _fail(f"proxy.base_depth must be >= 1, got {c.proxy.base_depth}")
+    if v.get("depth") is not None and v.depth < 2:
+        _fail(f"validation.depth must be >= 2 layers, got {v.depth}")
     if v.points < 3:
         _fail(f"validation.points must be >= 3 to fit a parabola, got {v.points}")
     if v.seeds < 1:

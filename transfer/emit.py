@@ -7,13 +7,14 @@ and writes down, next to the values, what did not transfer and why.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import yaml
 
-from transfer import rules, scaling
+from transfer import params, rules, scaling
 from transfer.cost import as_dict, target_params
 
 WINNER_KEYS = ("lr", "batch_size", "warmup_fraction", "input_mult", "output_mult", "init_std",
@@ -41,9 +42,19 @@ def _warning(parametrization: str, validated: bool) -> str | None:
     return None
 
 
+def _depth(m: dict, proxy: dict) -> tuple[int, float, float]:
+    """(base depth, α, m_L at the target). A proxy block without `depth_alpha` predates the depth
+    rules: α 0 (width-only μP), as it was trained."""
+    base = int(proxy.get("base_depth") or proxy.get("n_layers") or m["n_layers"])
+    alpha = float(proxy.get("depth_alpha", 0.0))
+    return base, alpha, rules.depth_mult(int(m["n_layers"]), base)
+
+
 def _mup_block(m: dict, base_width: int, w: dict, parametrization: str, proxy: dict,
                d_head: int) -> dict:
     mult = rules.width_mult(int(m["d_model"]), base_width)
+    base_depth, alpha, m_l = _depth(m, proxy)
+    alpha = alpha if parametrization == "mup" else 0.0  # SP has no depth rule
     return {
         "parametrization": parametrization, "base_width": base_width,
         "target_width": int(m["d_model"]), "width_mult": mult,
@@ -53,57 +64,90 @@ def _mup_block(m: dict, base_width: int, w: dict, parametrization: str, proxy: d
         "attn_scale": rules.attn_scale(w["attn_mult"], d_head, parametrization),
         "readout_zero_init": bool(proxy.get("readout_zero_init", True)),
         "zero_init_query": bool(proxy.get("zero_init_query", True)),
+        # depth (CompleteP): every residual branch × residual_mult before the add
+        "depth_alpha": alpha, "base_depth": base_depth, "target_depth": int(m["n_layers"]),
+        "depth_mult": m_l, "residual_mult": rules.residual_mult(m_l, alpha),
+        "hidden_depth_lr_factor": rules.hidden_depth_lr_factor(m_l, alpha),
+        "block_vector_lr_factor": rules.block_vector_lr_factor(m_l, alpha),
+        "eps_depth_factor": rules.eps_depth_factor(m_l, alpha),
     }
 
 
-def param_groups(m: dict, mup: dict, w: dict, train: dict | None = None) -> list[dict]:
-    """The four Adam groups of μP (Tensor Programs V, Table 3) at the target width.
+def target_classes(m: dict, base_width: int, proxy: dict) -> dict[str, params.ParamClass]:
+    """{role: ParamClass} at the target, against the proxies' base model: the same
+    classification the proxy family trains with (`transfer.params`). The base fan-ins are the
+    proxy's own — its ffn ratio, not the target's — so a pinned `proxy.ffn_ratio` gives the MLP
+    down-projection its own width multiplier instead of d_model's."""
+    base_depth, _, m_l = _depth(m, proxy)
+    counts_d_head = int(m["d_model"]) // int(m["n_heads"])
+    d_head = int(m.get("d_head") or counts_d_head)
+    ffn = float(proxy.get("ffn_ratio") or int(m["d_ff"]) / int(m["d_model"]))
+    common = dict(vocab_size=int(m["vocab_size"]), mlp=m.get("mlp", "swiglu"),
+                  positions=m.get("positions", "rope"), seq_len=int(m["seq_len"]))
+    target = params.role_shapes(d_model=int(m["d_model"]), n_heads=int(m["n_heads"]),
+                                n_kv_heads=int(m["n_kv_heads"]), d_head=d_head,
+                                d_ff=int(m["d_ff"]), **common)
+    # the proxy family has heads × d_head = width: only fan-ins (last dims) enter the multipliers
+    base = params.role_shapes(d_model=base_width, n_heads=1, n_kv_heads=1, d_head=base_width,
+                              d_ff=round(ffn * base_width), **common)
+    return {r: params.classify(r, s, base[r], depth_mult=m_l) for r, s in target.items()}
+
+
+def param_groups(m: dict, mup: dict, w: dict, train: dict | None = None,
+                 proxy: dict | None = None) -> list[dict]:
+    """μP's Adam groups at the target: one per distinct (kind, block, fan-in) of
+    `transfer.params` (e.g. `hidden_attn`, `hidden_mlp_in`, `hidden_mlp_down`, `embedding`,
+    `readout`, `vector_block`, `vector_final`), each with its width and depth factors.
 
     `lr_transferred` is the μP value of the tuned lr; `lr` is what to launch with: the same
     rule applied to the train block's lr (transferred × the horizon and batch rules). Weight
     decay and ε come from the train block when given (the scaling rules), else from `w`.
     """
-    mult, param = mup["width_mult"], mup["parametrization"]
     t = train or {"lr": w["lr"], "weight_decay": w["weight_decay"],
                   "eps": w.get("eps", DEFAULT_EPS)}
-    lr, lr0, std, wd, eps = t["lr"], w["lr"], w["init_std"], t["weight_decay"], t["eps"]
-    if param == "mup":
-        hidden_lr, hidden_lr0 = rules.hidden_lr(lr, mult), rules.hidden_lr(lr0, mult)
-        hidden_wd, matrix_eps = rules.hidden_weight_decay(wd, mult), rules.matrix_eps(eps, mult)
-    else:  # SP: plain AdamW, one lr, weight decay and ε for every group
-        hidden_lr, hidden_lr0 = rules.vector_lr(lr), rules.vector_lr(lr0)
-        hidden_wd, matrix_eps = rules.vector_weight_decay(wd), rules.vector_eps(eps)
-    hidden = {"name": "hidden", "lr": hidden_lr, "lr_transferred": hidden_lr0,
-              "init_std": rules.hidden_init_std(std, mult), "weight_decay": hidden_wd,
-              "eps": matrix_eps,
-              "applies_to": "attention q, k, v, o and MLP matrices (two width dimensions)"}
-    if mup["zero_init_query"]:
-        hidden["zero_init"] = ["attention q"]  # uniform attention at init, as on the proxy
-    embedding_std = rules.embedding_init_std(std)
-    embedding = {"name": "embedding", "lr": rules.vector_lr(lr), "lr_transferred": lr0,
-                 "init_std": embedding_std, "weight_decay": rules.vector_weight_decay(wd),
-                 "eps": matrix_eps, "applies_to": "input token embedding table"}
+    proxy = dict(proxy or {}, depth_alpha=mup.get("depth_alpha", 0.0),
+                 base_depth=mup.get("base_depth"))
+    classes = target_classes(m, mup["base_width"], proxy)
     tied = bool(m.get("tied_embeddings", False))
-    if tied:  # the shared table keeps the embedding's init; only the forward scale differs
-        readout_std = embedding_std
-    elif mup["readout_zero_init"]:
-        readout_std = 0.0
-    else:
-        readout_std = rules.readout_init_std(std, mult, param)
-    readout = {"name": "readout", "lr": rules.vector_lr(lr), "lr_transferred": lr0,
-               "init_std": readout_std, "weight_decay": rules.vector_weight_decay(wd),
-               "eps": matrix_eps, "logits_scale": mup["logits_scale"],
-               "applies_to": "output projection to the vocabulary"}
-    if tied:
-        readout["tied_to"] = "embedding"
-    vector = {"name": "vector", "lr": rules.vector_lr(lr), "lr_transferred": lr0,
-              "init_std": None, "init": "ones", "weight_decay": 0.0,
-              "eps": rules.vector_eps(eps), "applies_to": "norm gains and biases"}
-    groups = [hidden, embedding, readout, vector]
+    v = params.BaseValues(lr=t["lr"], init_std=w["init_std"], weight_decay=t["weight_decay"],
+                          eps=t["eps"], depth_alpha=mup.get("depth_alpha", 0.0),
+                          parametrization=mup["parametrization"],
+                          readout_zero_init=mup["readout_zero_init"], zero_init_query=False)
+    v0 = dataclasses.replace(v, lr=w["lr"])
+    names = params.group_names(classes)
+    members: dict[tuple, list[params.ParamClass]] = {}
+    for pc in classes.values():
+        members.setdefault(pc.key, []).append(pc)
+    groups = []
+    for key, pcs in members.items():
+        pc = pcs[0]
+        g = {"name": names[key], "lr": params.lr(pc, v), "lr_transferred": params.lr(pc, v0),
+             "init_std": params.init_std(pc, v, tied=tied),
+             "weight_decay": params.weight_decay(pc, v), "eps": params.eps(pc, v)}
+        if pc.kind == "vector":
+            g["init"] = "ones"
+        g.update(fan_in=pc.fan_in if pc.kind == "hidden" else None, width_mult=pc.width_mult,
+                 depth_mult=pc.depth_mult,
+                 applies_to=", ".join(params.APPLIES_TO[q.role] for q in pcs))
+        if mup["zero_init_query"] and any(q.role == "attn_q" for q in pcs):
+            g["zero_init"] = ["attention q"]  # uniform attention at init, as on the proxy
+        if pc.kind == "readout":
+            g["logits_scale"] = mup["logits_scale"]
+            if tied:
+                g["tied_to"] = "embedding"
+        groups.append(g)
+    order = {"hidden": 0, "embedding": 1, "readout": 2, "vector": 3}
+    groups.sort(key=lambda g: order[classes_kind(g["name"])])
     if train and train.get("betas") is not None:  # one β pair for all: apply.py reads it here
         for g in groups:
             g["betas"] = list(train["betas"])
     return groups
+
+
+def classes_kind(group: str) -> str:
+    """The μP kind of a target.yaml group name."""
+    return "hidden" if group.startswith("hidden") else "vector" if group.startswith(
+        "vector") else group
 
 
 def _mu_label(parametrization: str, validated: bool) -> str:
@@ -212,7 +256,23 @@ def _train_block(m: dict, w: dict, *, p: dict, s: dict, counts: dict, n_gpus: in
     return train
 
 
-def _not_transferred(m: dict, w: dict, proxy: dict, d_head: int, train: dict) -> list[dict]:
+def _depth_passed(depth: Mapping | None) -> bool:
+    return bool(depth) and depth.get("outcome") == "passed"
+
+
+def _depth_reason(m: dict, proxy: dict, depth: Mapping | None) -> str:
+    where = (f"depth differs between proxy ({proxy.get('n_layers')} layers) and target "
+             f"({m['n_layers']})")
+    if not depth:
+        return (f"{where}; the depth check did not run (validation.depth_enabled=false), so the "
+                f"depth rules (α = {float(proxy.get('depth_alpha', 0.0)):g}, mup.residual_mult) "
+                "are applied but not shown to hold")
+    return (f"{where}; the depth check ({depth.get('depths')}) was {depth.get('outcome')}: "
+            + "; ".join(depth.get("reasons") or []))
+
+
+def _not_transferred(m: dict, w: dict, proxy: dict, d_head: int, train: dict,
+                     depth: Mapping | None = None) -> list[dict]:
     p_seq, t_seq = proxy.get("seq_len"), int(m["seq_len"])
     prov = train["provenance"]
     items = [
@@ -237,10 +297,9 @@ def _not_transferred(m: dict, w: dict, proxy: dict, d_head: int, train: dict) ->
          "reason": f"proxy vocabulary ({proxy.get('vocab_size')}) and data ({proxy.get('data')}) "
                    f"differ from the target's ({m['vocab_size']}); losses are not comparable"},
     ]
-    if proxy.get("n_layers") != int(m["n_layers"]):
+    if proxy.get("n_layers") != int(m["n_layers"]) and not _depth_passed(depth):
         items.append({"name": "depth", "value": int(m["n_layers"]),
-                      "reason": f"depth differs between proxy ({proxy.get('n_layers')} layers) and "
-                                f"target ({m['n_layers']}); μP transfers across width only"})
+                      "reason": _depth_reason(m, proxy, depth)})
     if p_seq != t_seq:
         items.append({"name": "seq_len", "value": t_seq,
                       "reason": f"context differs between proxy ({p_seq}) and target ({t_seq})"})
@@ -257,17 +316,24 @@ def _not_transferred(m: dict, w: dict, proxy: dict, d_head: int, train: dict) ->
     return items
 
 
-def _transferred(mup: dict, w: dict) -> list[dict]:
+def _transferred(mup: dict, w: dict, depth: Mapping | None = None) -> list[dict]:
     how = ("μP: hidden lr / width_mult, other groups unchanged" if mup["parametrization"] == "mup"
            else "SP: unchanged with width (no transfer guarantee)")
-    return [{"name": "lr", "value": w["lr"], "rule": how},
-            {"name": "init_std", "value": w["init_std"],
-             "rule": "hidden σ / sqrt(width_mult); embedding σ unchanged"},
-            {"name": "input_mult", "value": w["input_mult"], "rule": "unchanged"},
-            {"name": "output_mult", "value": w["output_mult"],
-             "rule": "logits_scale = output_mult / width_mult"},
-            {"name": "attn_mult", "value": w["attn_mult"],
-             "rule": "attn_scale = attn_mult / target d_head"}]
+    out = [{"name": "lr", "value": w["lr"], "rule": how},
+           {"name": "init_std", "value": w["init_std"],
+            "rule": "hidden σ / sqrt(fan-in width_mult); embedding σ unchanged"},
+           {"name": "input_mult", "value": w["input_mult"], "rule": "unchanged"},
+           {"name": "output_mult", "value": w["output_mult"],
+            "rule": "logits_scale = output_mult / width_mult"},
+           {"name": "attn_mult", "value": w["attn_mult"],
+            "rule": "attn_scale = attn_mult / target d_head"}]
+    if _depth_passed(depth):
+        out.append({"name": "depth", "value": mup["target_depth"],
+                    "rule": f"CompleteP α = {mup['depth_alpha']:g}: residual branches × "
+                            f"m_L^-α = {mup['residual_mult']:.4g}, hidden lr × m_L^(α-1), "
+                            f"block ε × m_L^-α (m_L = {mup['depth_mult']:.4g}); the depth check "
+                            f"passed over {depth.get('depths')} layers"})
+    return out
 
 
 def _normalise_extra(extra: list | None) -> list[dict]:
@@ -287,8 +353,12 @@ def _scaling(scaling_conf: Mapping | Any | None) -> dict:
 def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, proxy: Mapping,
                 validated: bool, drift_log2: float | None, fingerprint: str, budget: Mapping,
                 created: str, not_transferred_extra: list | None = None,
-                scaling: Mapping | Any | None = None, n_gpus: int = 1) -> dict:
+                scaling: Mapping | Any | None = None, n_gpus: int = 1,
+                depth: Mapping | None = None) -> dict:
     """The target.yaml content: model, mup, param_groups, train, budget, provenance.
+
+    depth: the depth check's summary (`outcome`, `depths`, `reasons`, `drift_log2`), None when
+    it did not run; depth is listed as transferred only when it passed.
 
     scaling: the rule set for what μP does not carry (conf/scaling; None: its defaults).
     n_gpus: the target's data-parallel devices; the batch is a whole multiple of n_gpus ×
@@ -322,11 +392,12 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
         "validated": ok, "warning": _warning(parametrization, bool(validated)),
         "drift_log2": None if drift_log2 is None else float(drift_log2),
         "fingerprint": fingerprint, "created": created, "proxy": proxy_block,
-        "transferred": _transferred(mup, w),
-        "not_transferred": _not_transferred(m, w, p, d_head, train) + _normalise_extra(
+        "transferred": _transferred(mup, w, depth),
+        "depth": dict(depth) if depth else None,
+        "not_transferred": _not_transferred(m, w, p, d_head, train, depth) + _normalise_extra(
             not_transferred_extra),
     }
-    return {"model": model_block, "mup": mup, "param_groups": param_groups(m, mup, w, train),
+    return {"model": model_block, "mup": mup, "param_groups": param_groups(m, mup, w, train, p),
             "train": train, "budget": dict(budget), "provenance": provenance}
 
 

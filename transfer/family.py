@@ -18,6 +18,8 @@ from transfer.errors import UserError
 
 # Stage parameters that change the model (the rest change the training run).
 MODEL_HPARAMS = ("input_mult", "output_mult", "init_std", "attn_mult")
+# Depth-rule settings the sweep passes to the family (CompleteP's α and the base depth).
+DEPTH_HPARAMS = ("depth_alpha", "base_depth")
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ def plan_proxies(cfg: DictConfig) -> ProxyPlan:
         # the target's rotary base and norm ε: a family that takes them builds with them
         "rope_theta": float(m.get("rope_theta", 10000.0)),
         "norm_eps": float(m.get("norm_eps", 1e-5)),
+        "depth_alpha": float(p.get("depth_alpha", 1.0)),
+        "base_depth": int(p.get("base_depth") or n_layers),
     }
     # depth, head dimension and context differences are stated by the emitter itself
     notes = [kv_note] if kv_note else []

@@ -308,6 +308,8 @@ def _proxy_block(prep) -> dict:
             "validation_width": prep.plan.validation_width, "n_layers": d["n_layers"],
             "d_head": d["d_head"], "seq_len": d["seq_len"], "vocab_size": d["vocab_size"],
             "kv_group": d["kv_group"], "data": prep.corpus.source,
+            # what the emitter classifies the target against (transfer.params)
+            **{k: d[k] for k in ("ffn_ratio", "depth_alpha", "base_depth") if k in d},
             "tokens_per_trial": int(prep.cfg.train.tokens),
             "zero_init_query": getattr(prep.plan.family, "zero_init_query", True),
             "readout_zero_init": getattr(prep.plan.family, "readout_zero_init", True)}

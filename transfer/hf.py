@@ -2,7 +2,8 @@
 
 `GraniteForCausalLM` is a Llama-family model with μP's knobs built in: it multiplies the
 embedding output by `embedding_multiplier`, scales q·k by `attention_multiplier` (instead of
-1/sqrt(d_head)), multiplies each residual branch by `residual_multiplier`, and *divides* the
+1/sqrt(d_head)), multiplies each residual branch (attention and MLP) by `residual_multiplier`
+(CompleteP's m_L^-α, `mup.residual_mult`), and *divides* the
 logits by `logits_scaling` (modeling_granite.py: `logits = logits / self.config.logits_scaling`).
 The values are the ones target.yaml already holds (computed by `transfer.rules`); this module only
 renames them. Per-group init σ and learning rates do not fit in a config: `transfer.apply` sets
@@ -37,10 +38,16 @@ def _group(target: Mapping, name: str) -> Mapping:
 
 
 def _hidden_init_std(target: Mapping) -> float:
-    """The σ of the hidden matrices, the bulk of the parameters: Granite's single
-    `initializer_range`. If hidden is split per matrix, every split group must agree."""
-    stds = {g["init_std"] for g in target["param_groups"]
-            if g["name"] == "hidden" or g["name"].startswith("hidden_")}
+    """Granite's single `initializer_range`: the σ of the hidden matrices whose fan-in is
+    d_model (attention and the MLP's input projections, the bulk of the parameters). A group
+    with another fan-in (the MLP down-projection, whose σ follows its own fan-in) differs:
+    `transfer.apply.init_` sets every group's σ exactly. Older files with one `hidden` group:
+    every hidden group must agree."""
+    d = int(target["model"]["d_model"])
+    hidden = [g for g in target["param_groups"]
+              if g["name"] == "hidden" or g["name"].startswith("hidden_")]
+    main = [g for g in hidden if g.get("fan_in") == d] or hidden
+    stds = {g["init_std"] for g in main}
     if len(stds) != 1:
         raise NotExpressible(f"hidden groups have init σ {sorted(stds)}; Granite's single "
                              "initializer_range cannot hold them: use transfer.apply.init_")
@@ -69,7 +76,9 @@ def config_dict(target: Mapping) -> dict[str, Any]:
         "embedding_multiplier": float(mup["input_mult"]),
         "attention_multiplier": float(mup["attn_scale"]),
         "logits_scaling": 1.0 / float(mup["logits_scale"]),  # Granite divides, μP multiplies
-        "residual_multiplier": float(mup.get("residual_mult", 1.0)),  # no depth rule yet: 1
+        # CompleteP's m_L^-α; Granite multiplies both the attention and the MLP branch output
+        # by it before the residual add (modeling_granite.py, GraniteDecoderLayer.forward)
+        "residual_multiplier": float(mup.get("residual_mult", 1.0)),
         "initializer_range": _hidden_init_std(target),
         # The target's tokenizer is not known here; fill these in from it.
         "bos_token_id": None, "eos_token_id": None, "pad_token_id": None,

@@ -7,6 +7,8 @@ tests check that its parameter groups agree with `hidden_lr` / `vector_lr` below
 
 Vocabulary: a *hidden* (matrix-like) parameter has two width dimensions (attention and MLP
 projections); *embedding*, *readout* and *vector* (norm gains, biases) parameters have one.
+The depth rules (CompleteP, below) add m_L = n_layers / base_depth for parameters inside a
+residual block; which parameter gets which rule is decided once, in `transfer.params`.
 """
 
 from __future__ import annotations
@@ -74,15 +76,60 @@ def vector_weight_decay(weight_decay: float) -> float:
     return weight_decay
 
 
-def matrix_eps(eps: float, mult: float, depth_mult: float = 1.0) -> float:
-    """Adam ε of hidden, embedding and readout matrices: ε / width_mult (× a depth factor, 1
-    until depth transfer exists). μP shrinks these gradients ∝ 1/width; an ε that stays put
-    would grow relative to √v and turn Adam into SGD at large width (Everett et al. 2024,
-    arXiv 2407.05872, the "epsilon" section: ε must scale like the gradients it is added to)."""
-    return eps / mult * depth_mult
+def matrix_eps(eps: float, mult: float, depth_mult: float = 1.0, alpha: float = 0.0) -> float:
+    """Adam ε of hidden, embedding and readout matrices: ε / width_mult, and for matrices inside
+    a residual block also × `eps_depth_factor` = m_L^-α (pass the block's `depth_mult`; the
+    embedding and readout sit outside every block: depth_mult 1). μP shrinks these gradients
+    ∝ 1/width and the residual multiplier shrinks a block's ∝ m_L^-α; an ε that stays put
+    would grow relative to √v and turn Adam into SGD (Everett et al. 2024, arXiv 2407.05872,
+    the "epsilon" section; CompleteP Table 1, "AdamW ε (residual blocks)": ε·m_N^-1·m_L^-α)."""
+    return eps / mult * eps_depth_factor(depth_mult, alpha)
 
 
-def vector_eps(eps: float) -> float:
+def vector_eps(eps: float, depth_mult: float = 1.0, alpha: float = 0.0) -> float:
     """Adam ε of norm gains and biases: their gradients do not shrink with width, so ε does
-    not either."""
-    return eps
+    not either; inside a residual block the branch multiplier m_L^-α scales their gradients,
+    so ε takes the same depth factor (CompleteP's ε rule is stated for the residual blocks;
+    the final norm, outside every block, keeps ε)."""
+    return eps * eps_depth_factor(depth_mult, alpha)
+
+
+# ---- depth (CompleteP, Dey et al. 2025, arXiv 2505.01618, Table 1; reference code:
+# EleutherAI/nanoGPT-mup, branch `completep`, model.py: Block.forward, configure_optimizers).
+# α = 1 is CompleteP, α = ½ Depth-μP (Tensor Programs VI, Yang et al. 2023), α = 0 plain μP:
+# the depth rules switched off (nanoGPT-mup's `depth_alpha_enabled=False`, Table 1's μP column),
+# *not* the α-column formulas evaluated at 0 (those would divide the hidden lr by m_L).
+
+
+def depth_mult(n_layers: int, base_depth: int) -> float:
+    """m_L = n_layers / base_depth: how many times deeper than the depth the values were tuned at
+    (nanoGPT-mup's `depth_multiplier = depth / base_depth`)."""
+    return n_layers / base_depth
+
+
+def residual_mult(mult: float, alpha: float) -> float:
+    """Multiplier on every residual branch (attention and MLP outputs before the add):
+    m_L^-α = (L_base / L)^α. Table 1, "MHA/MLP Residual": X + m_L^-α · MHA(LN(X)); nanoGPT-mup:
+    `residual_scaling = 1 / depth_multiplier ** depth_alpha_exp`. α = 0 gives 1 (plain μP)."""
+    return mult ** -alpha
+
+
+def hidden_depth_lr_factor(mult: float, alpha: float) -> float:
+    """Adam lr of hidden matrices × m_L^(α-1), on top of μP's 1/width_mult. Table 1, "Hidden LR
+    (AdamW)": η·m_N^-1·m_L^(α-1); nanoGPT-mup: `depth_lr_scaling = depth_multiplier **
+    (depth_alpha_exp - 1)`. CompleteP (α = 1): 1, no lr change with depth. α = 0: 1 (μP)."""
+    return 1.0 if alpha == 0 else mult ** (alpha - 1)
+
+
+def block_vector_lr_factor(mult: float, alpha: float) -> float:
+    """Adam lr of the norm gains and biases inside residual blocks × m_L^(α-1) (Table 1, "Pre-LN
+    LR" and "Hidden Bias LR": η·m_L^(α-1)). The embedding, the final norm and the readout are
+    outside every block and keep η ("Final-LN LR", "Unembed LR"). α = 0: 1 (μP)."""
+    return 1.0 if alpha == 0 else mult ** (alpha - 1)
+
+
+def eps_depth_factor(mult: float, alpha: float) -> float:
+    """Adam ε inside residual blocks × m_L^-α: the branch multiplier scales those gradients by
+    m_L^-α (Table 1, "AdamW ε (residual blocks)"; nanoGPT-mup scales its one global ε by
+    `depth_multiplier ** -depth_alpha_exp`, here it is per group)."""
+    return mult ** -alpha

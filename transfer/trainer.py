@@ -13,6 +13,7 @@ import resource
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
@@ -33,6 +34,7 @@ class TrainSpec:
     min_lr_fraction: float = 0.1
     weight_decay: float = 0.0  # regularisation does not transfer under μP; off by default
     betas: tuple[float, float] = (0.9, 0.95)
+    eps: float = 1e-8  # Adam ε at base width and depth; per group by the rules (transfer.params)
     grad_clip: float = 1.0
     n_evals: int = 4  # intermediate validation points (the last one is the final loss)
     eval_batches: int = 8  # fixed held-out set = eval_batches × eval_batch_size windows
@@ -96,8 +98,23 @@ def pick_device(device: str = "auto") -> torch.device:
     return torch.device(device)
 
 
-def make_optimizer(model: torch.nn.Module, spec: TrainSpec, parametrization: str):
-    """AdamW, μP-scaled (MuAdamW) or plain; decay only on matrices, as is usual."""
+@runtime_checkable
+class GroupedFamily(Protocol):
+    """A family that classifies its own parameters (proxies.TransformerFamily): its AdamW groups
+    carry the width and depth rules and per-group ε (transfer.params)."""
+
+    def param_groups(self, model: torch.nn.Module, *, lr: float, weight_decay: float = 0.0,
+                     eps: float = 1e-8) -> list[dict]: ...
+
+
+def make_optimizer(model: torch.nn.Module, spec: TrainSpec, parametrization: str,
+                   family: object | None = None):
+    """AdamW on the family's classified groups when it has them (`GroupedFamily`); otherwise
+    μP-scaled (MuAdamW, width rules only) or plain. Decay only on matrices, as is usual."""
+    if isinstance(family, GroupedFamily):
+        groups = family.param_groups(model, lr=spec.lr, weight_decay=spec.weight_decay,
+                                     eps=spec.eps)
+        return torch.optim.AdamW(groups, lr=spec.lr, betas=spec.betas)
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
     groups = [{"params": decay, "weight_decay": spec.weight_decay}]
@@ -158,7 +175,7 @@ def train(family, spec: TrainSpec, corpus: Corpus, *, device: str = "auto",
     if model is None:
         model = family.build(spec.width, seed=spec.seed, device=dev)
     model.train()
-    opt = make_optimizer(model, spec, family.parametrization)
+    opt = make_optimizer(model, spec, family.parametrization, family)
     base_lrs = [g["lr"] for g in opt.param_groups]
     gen = torch.Generator().manual_seed(spec.seed + 7919)  # data order, independent of init
     held_out = eval_batches(corpus.val, spec.eval_batches, spec.eval_batch_size, seq_len)
