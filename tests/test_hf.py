@@ -167,3 +167,27 @@ def test_every_shipped_model_gives_a_granite_config(name, transformers):
         model["d_model"], model["n_layers"], model["vocab_size"])
     assert cfg.tie_word_embeddings == model["tied_embeddings"]
     assert cfg.rms_norm_eps == model.get("norm_eps", hf.DEFAULT_NORM_EPS)
+
+
+def test_granite_multiplies_both_branches_by_the_residual_multiplier(transformers):
+    """target.yaml's CompleteP multiplier lands in residual_multiplier, and the installed Granite
+    applies it to the attention *and* the MLP branch: layer out = x + r·attn + r·mlp."""
+    t = small_target(n_layers=4, proxy={"depth_alpha": 1.0, "base_depth": 1, "n_layers": 1})
+    assert t["mup"]["residual_mult"] == pytest.approx(0.25)
+    cfg = hf.granite_config(t, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                            num_attention_heads=4, num_key_value_heads=2)
+    assert cfg.residual_multiplier == pytest.approx(0.25)
+    model = transformers.GraniteForCausalLM(cfg)
+    layer, seen = model.model.layers[0], {}
+
+    def layer_hook(module, args, kwargs, out):
+        seen["x"] = kwargs["hidden_states"] if "hidden_states" in kwargs else args[0]
+        seen["out"] = out[0] if isinstance(out, tuple) else out
+
+    layer.self_attn.register_forward_hook(lambda m, a, out: seen.__setitem__("attn", out[0]))
+    layer.mlp.register_forward_hook(lambda m, a, out: seen.__setitem__("mlp", out))
+    layer.register_forward_hook(layer_hook, with_kwargs=True)
+    with torch.no_grad():
+        model(torch.randint(0, 256, (2, 8), generator=torch.Generator().manual_seed(0)))
+    assert seen["attn"].abs().sum() > 0 and seen["mlp"].abs().sum() > 0
+    torch.testing.assert_close(seen["out"], seen["x"] + 0.25 * seen["attn"] + 0.25 * seen["mlp"])

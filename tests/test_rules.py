@@ -101,3 +101,36 @@ def test_mup_rules_are_the_identity_at_base_width():
     assert rules.hidden_init_std(std, 1.0) == std
     assert rules.hidden_weight_decay(wd, 1.0) == wd
     assert rules.logits_scale(2.0, 1.0, "mup") == rules.logits_scale(2.0, 1.0, "sp")
+
+
+# ---- depth (CompleteP, Dey et al. 2025, Table 1) ---------------------------------------------
+@pytest.mark.parametrize("alpha", [0.5, 1.0])
+def test_depth_rules_follow_table_1(alpha):
+    m_l = rules.depth_mult(32, 2)
+    assert m_l == 16
+    assert rules.residual_mult(m_l, alpha) == pytest.approx(16 ** -alpha)  # (L_base / L)^α
+    assert rules.hidden_depth_lr_factor(m_l, alpha) == pytest.approx(16 ** (alpha - 1))
+    assert rules.block_vector_lr_factor(m_l, alpha) == pytest.approx(16 ** (alpha - 1))
+    assert rules.matrix_eps(1e-8, 4.0, m_l, alpha) == pytest.approx(1e-8 / 4 * 16 ** -alpha)
+    assert rules.vector_eps(1e-8, m_l, alpha) == pytest.approx(1e-8 * 16 ** -alpha)
+
+
+def test_completep_keeps_the_lr_and_only_scales_the_branches():
+    # α = 1: "only the first code block is required" (nanoGPT-mup, completep README)
+    assert rules.hidden_depth_lr_factor(8.0, 1.0) == rules.block_vector_lr_factor(8.0, 1.0) == 1
+    assert rules.residual_mult(8.0, 1.0) == 1 / 8
+
+
+def test_alpha_zero_is_width_only_mup_at_every_depth():
+    for m_l in (0.5, 1.0, 16.0):
+        assert rules.residual_mult(m_l, 0.0) == 1.0
+        assert rules.hidden_depth_lr_factor(m_l, 0.0) == rules.block_vector_lr_factor(m_l, 0) == 1
+        assert rules.matrix_eps(1e-8, 4.0, m_l, 0.0) == rules.matrix_eps(1e-8, 4.0)
+        assert rules.vector_eps(1e-8, m_l, 0.0) == 1e-8
+
+
+def test_depth_rules_are_the_identity_at_base_depth():
+    for alpha in (0.0, 0.5, 1.0):
+        m_l = rules.depth_mult(4, 4)
+        assert rules.residual_mult(m_l, alpha) == rules.hidden_depth_lr_factor(m_l, alpha) == 1
+        assert rules.eps_depth_factor(m_l, alpha) == 1
