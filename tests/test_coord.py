@@ -11,7 +11,14 @@ from mup import MuReadout, set_base_shapes
 from torch import nn
 
 from proxies import TransformerFamily
-from transfer.coord import LOGITS, coord_check, module_kind, plot_coord
+from transfer.coord import (
+    FINAL_RESIDUAL,
+    LOGITS,
+    coord_check,
+    depth_coord_check,
+    module_kind,
+    plot_coord,
+)
 from transfer.data import stdlib_corpus
 
 WIDTHS = [32, 64, 128, 256]
@@ -61,7 +68,8 @@ def test_check_leaves_the_global_rng_untouched(corpus):
 
 def test_to_dict_is_json_ready_and_agrees_with_the_fields(mup_result):
     d = json.loads(json.dumps(mup_result.to_dict()))
-    assert set(d) == {"passed", "max_abs_slope", "logits_slope", "slopes", "widths", "steps"}
+    assert set(d) == {"passed", "max_abs_slope", "logits_slope", "slopes", "widths", "steps",
+                      "axis"}
     assert d["widths"] == WIDTHS and d["steps"] == 4
     assert d["max_abs_slope"] == max(abs(s) for s in d["slopes"].values())
 
@@ -127,3 +135,34 @@ def test_any_family_with_build_and_shape_fields_can_be_checked(corpus):
     result = coord_check(_CustomFamily(), widths=[32, 64, 128], corpus=corpus, steps=3)
     assert {"emb", "hidden", "readout", LOGITS} <= set(result.slopes)
     assert result.passed, result.slopes
+
+
+# ---- across depth (CompleteP, Dey et al. 2025, Fig. 7) ---------------------------------------
+DEPTHS = [1, 2, 4, 8]
+
+
+def depth_result(corpus, alpha: float):
+    fam = TransformerFamily(**TINY, depth_alpha=alpha)
+    return depth_coord_check(fam, depths=DEPTHS, width=32, corpus=corpus, steps=4,
+                             max_slope=MAX_SLOPE)
+
+
+def test_width_only_mup_grows_the_final_residual_with_depth(corpus):
+    r = depth_result(corpus, 0.0)  # measured: slope ≈ 0.8 (the paper's Fig. 7: ≈ 1)
+    assert r.slopes[FINAL_RESIDUAL] >= 0.5
+    assert not r.passed and r.axis == "depth"
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1.0])
+def test_depth_rules_keep_the_final_residual_flat(corpus, alpha):
+    r = depth_result(corpus, alpha)  # measured: |slope| ≤ 0.18
+    assert r.passed, r.slopes
+    assert r.to_dict()["depths"] == DEPTHS
+
+
+def test_depth_check_leaves_the_global_rng_untouched(corpus, tmp_path):
+    state = torch.random.get_rng_state()
+    r = depth_coord_check(TransformerFamily(**TINY), depths=[1, 2], width=32, corpus=corpus,
+                          steps=2)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert plot_coord(r, tmp_path / "depth.png").read_bytes()[:4] == b"\x89PNG"

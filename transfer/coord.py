@@ -8,6 +8,12 @@ A flat family has slopes near 0; the check passes when every slope is within `ma
 
 Works for any family exposing `.build(width, seed=...)`, `.parametrization`, `.seq_len` and
 `.vocab_size`.
+
+Across depth (`depth_coord_check`): the same measurement at one width over depths, of the final
+residual stream (the last block's output) and the logits — CompleteP's Fig. 7 (Dey et al. 2025;
+nanoGPT-mup `completep_examples/coord_check_shakespeare_char`): under width-only μP the final
+residual grows about ∝ depth after a few Adam steps, under α = ½ or 1 it stays flat. Trained with
+the family's own optimizer groups, so the depth lr and ε rules are in the measurement.
 """
 
 from __future__ import annotations
@@ -32,14 +38,16 @@ class CoordResult:
     max_abs_slope: float  # over every kind in `slopes`
     logits_slope: float
     passed: bool  # max_abs_slope <= max_slope
-    widths: list[int]
+    widths: list[int]  # the sizes along `axis` (depths for a depth check)
     steps: int
     max_slope: float
+    axis: str = "width"
 
     def to_dict(self) -> dict:
         return {"passed": self.passed, "max_abs_slope": self.max_abs_slope,
                 "logits_slope": self.logits_slope, "slopes": dict(self.slopes),
-                "widths": list(self.widths), "steps": self.steps}
+                "widths" if self.axis == "width" else "depths": list(self.widths),
+                "steps": self.steps, "axis": self.axis}
 
 
 def module_kind(name: str) -> str:
@@ -47,14 +55,14 @@ def module_kind(name: str) -> str:
     return LOGITS if name == "" else re.sub(r"(?<=\.)\d+(?=\.|$)", "*", name)
 
 
-def slopes_at(df: pd.DataFrame, step: int) -> dict[str, float]:
-    """Least-squares slope of log2(mean l1) vs log2(width) per module kind at `step`.
+def slopes_at(df: pd.DataFrame, step: int, axis: str = "width") -> dict[str, float]:
+    """Least-squares slope of log2(mean l1) vs log2(width) (or `axis`) per module kind at `step`.
 
     Kinds whose l1 is zero or non-finite at some width (e.g. a zero-initialised layer before its
     first update) have no slope and are left out.
     """
     rows = df[df["t"] == step].assign(kind=lambda d: d["module"].map(module_kind))
-    table = rows.groupby(["kind", "width"])["l1"].mean().unstack("width")  # (kinds, widths)
+    table = rows.groupby(["kind", axis])["l1"].mean().unstack(axis)  # (kinds, sizes)
     log_w = np.log2(table.columns.to_numpy(dtype=float))
     out = {}
     for kind, l1 in table.iterrows():
@@ -65,9 +73,9 @@ def slopes_at(df: pd.DataFrame, step: int) -> dict[str, float]:
 
 
 def _check_args(widths: list[int], steps: int, lr: float, batch_size: int,
-                max_slope: float) -> None:
+                max_slope: float, what: str = "widths") -> None:
     if len(set(widths)) < 2:
-        raise ValueError(f"widths needs at least two distinct widths, got {widths=}")
+        raise ValueError(f"{what} needs at least two distinct {what}, got {what}={widths}")
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps=}")
     if batch_size < 1:
@@ -109,25 +117,77 @@ def coord_check(family, *, widths: list[int], corpus: Corpus, steps: int = 4, lr
                        max_slope=max_slope)
 
 
+FINAL_RESIDUAL = "final_residual"  # the last block's output: what depth must keep Θ(1)
+
+
+def _final_block(model):
+    """The last residual block when the family exposes them (`blocks`), else None."""
+    blocks = getattr(model, "blocks", None)
+    return blocks[-1] if blocks is not None and len(blocks) else None
+
+
+def depth_coord_check(family, *, depths: list[int], width: int, corpus: Corpus, steps: int = 4,
+                      lr: float = 1e-2, batch_size: int = 8, seed: int = 0,
+                      max_slope: float = 0.25) -> CoordResult:
+    """Train `family.replace(n_layers=d).build(width)` for `steps` AdamW steps on one batch
+    (its own optimizer groups), record mean |x| of the final residual and the logits at every
+    step, and fit slopes against log2(depth)."""
+    from transfer.trainer import TrainSpec, make_optimizer
+
+    depths = sorted(depths)
+    _check_args(depths, steps, lr, batch_size, max_slope, what="depths")
+    gen = torch.Generator().manual_seed(seed)
+    x, y = sample_batch(corpus.train, batch_size, family.seq_len, gen)  # (B, T) each
+    rows = []
+    for d in depths:
+        fam = family.replace(n_layers=d)
+        model = fam.build(width, seed=seed)
+        opt = make_optimizer(model, TrainSpec(width=width, lr=lr), fam.parametrization, fam)
+        seen: dict[str, float] = {}
+        block = _final_block(model)
+        if block is not None:
+            block.register_forward_hook(lambda m, a, out, seen=seen: seen.__setitem__(
+                FINAL_RESIDUAL, out.detach().abs().mean().item()))
+        for t in range(1, steps + 1):
+            logits = model(x)  # (B, T, V)
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            seen[LOGITS] = logits.detach().abs().mean().item()
+            rows += [{"depth": d, "module": k, "t": t, "l1": v} for k, v in seen.items()]
+    df = pd.DataFrame(rows)
+    slopes = slopes_at(df.assign(module=df["module"].map(lambda k: "" if k == LOGITS else k)),
+                       steps, axis="depth")
+    if LOGITS not in slopes:
+        raise ValueError(f"the logits are zero at step {steps} at some depth; use steps >= 2 "
+                         "so a zero-initialised readout has been updated")
+    worst = max(abs(s) for s in slopes.values())
+    return CoordResult(df=df, slopes=slopes, max_abs_slope=worst, logits_slope=slopes[LOGITS],
+                       passed=worst <= max_slope, widths=depths, steps=steps,
+                       max_slope=max_slope, axis="depth")
+
+
 def plot_coord(result: CoordResult, path: str | Path) -> Path:
     """PNG of l1 vs width (log-log), one line per module kind, one panel per step."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    df = result.df.assign(kind=lambda d: d["module"].map(module_kind))
+    df = result.df.assign(kind=lambda d: d["module"].map(
+        lambda m: module_kind(m) if result.axis == "width" else m))
     steps = sorted(df["t"].unique())
     fig = Figure(figsize=(4 * len(steps), 4), layout="constrained")
     FigureCanvasAgg(fig)  # attaches an Agg canvas without touching pyplot's global backend
     colours = matplotlib.colormaps["tab20"]
     axes = fig.subplots(1, len(steps), sharey=True, squeeze=False)[0]
     for ax, t in zip(axes, steps):
-        table = df[df["t"] == t].groupby(["kind", "width"])["l1"].mean().unstack("width")
+        table = df[df["t"] == t].groupby(["kind", result.axis])["l1"].mean().unstack(result.axis)
         for i, (kind, l1) in enumerate(table.iterrows()):
             if (l1 > 0).all():  # log axes: a zero-initialised output has no point to plot
                 ax.plot(table.columns, l1.to_numpy(), marker="o", label=kind,
                         color=colours(i % colours.N), linestyle=("-", "--")[i // colours.N % 2])
-        ax.set(title=f"step {t}", xlabel="width")
+        ax.set(title=f"step {t}", xlabel=result.axis)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
     axes[0].set_ylabel("mean |activation| (l1)")
