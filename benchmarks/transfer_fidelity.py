@@ -1,4 +1,9 @@
-"""Does the optimal learning rate transfer across width? μP vs SP, measured side by side.
+"""Does the optimal learning rate transfer across width — or depth? Measured side by side.
+
+`--axis width` (default): μP vs SP at each width. `--axis depth`: the proxy family at one width
+over `--depths`, once per depth parametrization `--alphas` (residual branches × (base_depth /
+L)^α with CompleteP's lr and ε factors; α = 0 is width-only μP, ½ Depth-μP, 1 CompleteP),
+and the figure `--figure` (one panel per α, one curve per depth).
 
 For each parametrization and width, sweep log2(lr) on a half-octave grid, average the final
 held-out loss over seeds, and fit the optimum with `transfer.fit.fit_optimum`. When a width's
@@ -6,10 +11,13 @@ minimum is at the grid edge, the grid is extended on that side (up to --max-exte
 every reported optimum is bracketed or explicitly flagged.
 
 Goals: μP |drift| <= 0.5 octave, SP |drift| >= 1.0 octave, μP best loss at the widest width <=
-SP's. Each run is appended to runs.csv as it finishes; rerunning with the same --out skips
-finished runs, so an interrupted benchmark resumes.
+SP's. Depth goals: CompleteP (α = 1) |drift| <= 0.5 octave, and α = 0 drifts more than α = 1.
+Each run is appended to runs.csv as it finishes; rerunning with the same --out skips finished
+runs, so an interrupted benchmark resumes.
 
     python benchmarks/transfer_fidelity.py --out benchmarks/out/fidelity
+    python benchmarks/transfer_fidelity.py --axis depth --depths 2 8 --alphas 0 0.5 1 \
+        --widths 64 --out benchmarks/out/depth --figure docs/figures/lr_transfer_depth.png
 """
 
 from __future__ import annotations
@@ -33,7 +41,8 @@ from transfer.fit import fit_optimum
 from transfer.trainer import TrainSpec, train
 
 STEP = 0.5  # grid spacing in log2(lr): half an octave
-FIELDS = ["config", "parametrization", "width", "log2_lr", "seed", "val_loss", "diverged", "seconds"]
+FIELDS = ["config", "parametrization", "width", "log2_lr", "seed", "val_loss", "diverged", "seconds",
+          "n_layers", "depth_alpha"]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -63,6 +72,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--output-mult", type=float, default=1.0, help="μP only")
     p.add_argument("--init-std", type=float, default=0.02, help="μP only")
     p.add_argument("--input-mult", type=float, default=1.0, help="μP only")
+    p.add_argument("--axis", choices=["width", "depth"], default="width")
+    p.add_argument("--depths", type=int, nargs="+", default=[2, 8], help="--axis depth")
+    p.add_argument("--alphas", type=float, nargs="+", default=[0.0, 0.5, 1.0],
+                   help="--axis depth: depth parametrizations (residual × m_L^-α)")
+    p.add_argument("--base-depth", type=int, default=None,
+                   help="--axis depth: m_L = L / base depth (default: the smallest depth)")
+    p.add_argument("--figure", default=None, help="--axis depth: write the figure here")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads; 1 keeps shared cores from stalling each other")
@@ -135,8 +151,10 @@ def seed_losses(args, runs: Runs, fam, width: int, log2_lr: float, corpus) -> li
             r = train(fam, spec, corpus, device=args.device)
             runs.add({"config": key[0], "parametrization": fam.parametrization, "width": width,
                       "log2_lr": log2_lr, "seed": seed, "val_loss": r.val_loss,
-                      "diverged": r.diverged, "seconds": round(time.perf_counter() - t0, 2)})
-            print(f"  {fam.parametrization} w={width} log2_lr={log2_lr:+.1f} seed={seed}: "
+                      "diverged": r.diverged, "seconds": round(time.perf_counter() - t0, 2),
+                      "n_layers": fam.n_layers, "depth_alpha": fam.depth_alpha})
+            print(f"  {fam.parametrization} w={width} L={fam.n_layers} α={fam.depth_alpha:g} "
+                  f"log2_lr={log2_lr:+.1f} seed={seed}: "
                   f"{r.val_loss:.4f}{' (diverged)' if r.diverged else ''}", flush=True)
         losses.append(runs.rows[key]["val_loss"])
     return losses
@@ -221,12 +239,86 @@ def markdown(args, results: dict, summary: dict) -> str:
     return "\n".join(lines)
 
 
+def depth_family(args, n_layers: int, alpha: float) -> TransformerFamily:
+    """The μP family at `n_layers`; at the base depth every α is the same model (m_L = 1), so
+    it is built with α = 0 there and its runs are shared by every α."""
+    base = args.base_depth or min(args.depths)
+    fam = family(args, "mup").replace(n_layers=n_layers, base_depth=base)
+    return fam.replace(depth_alpha=0.0 if n_layers == base else alpha)
+
+
+def depth_main(args, runs: Runs, corpus, out: Path) -> int:
+    """Optimum vs depth for each α at one width: the depth axis of the same measurement."""
+    width = args.widths[0]
+    results: dict[str, dict[int, dict]] = {}
+    for alpha in args.alphas:
+        label = f"alpha={alpha:g}"
+        results[label] = {}
+        for d in sorted(args.depths):
+            print(f"{label} depth {d}: grid centred at log2 lr {args.mup_centre:+.2f}", flush=True)
+            results[label][d] = sweep_width(args, runs, depth_family(args, d, alpha), width,
+                                            args.mup_centre, corpus)
+    small, large = min(args.depths), max(args.depths)
+    drift = {p: r[large]["optimum_log2_lr"] - r[small]["optimum_log2_lr"]
+             for p, r in results.items()}
+    goals = {}
+    if "alpha=1" in drift:
+        goals["alpha=1 |drift| <= 0.5"] = abs(drift["alpha=1"]) <= 0.5
+    if "alpha=1" in drift and "alpha=0" in drift:
+        goals["alpha=0 |drift| > alpha=1 |drift|"] = abs(drift["alpha=0"]) > abs(drift["alpha=1"])
+    summary = {"drift": drift, "goals": goals,
+               "drift_90pct_bootstrap": bootstrap_drift(args, results, small, large)}
+    lines = [f"width {width}, {args.seeds} seeds, {args.steps} steps of "
+             f"{args.batch_size}×{args.seq_len}, base depth {args.base_depth or small}", "",
+             "| α | depth | optimum log2(lr) | best loss | grid (log2 lr) | edge hit |",
+             "|---|---|---|---|---|---|"]
+    for p, per in results.items():
+        for d, r in per.items():
+            lines.append(f"| {p.split('=')[1]} | {d} | {r['optimum_log2_lr']:+.2f} | "
+                         f"{r['best_loss']:.4f} | {r['log2_lrs'][0]:+.1f} … "
+                         f"{r['log2_lrs'][-1]:+.1f} | {r['edge_hit']} |")
+    ci = summary["drift_90pct_bootstrap"]
+    lines += [""] + [f"- {p} drift ({large} − {small} layers): {d:+.2f} octaves (90% bootstrap "
+                     f"over seeds: {ci[p][0]:+.2f} … {ci[p][1]:+.2f})" for p, d in drift.items()]
+    lines += [f"- goal {g}: {'PASS' if ok else 'FAIL'}" for g, ok in goals.items()]
+    (out / "summary.json").write_text(json.dumps(
+        {"args": vars(args), "results": {p: {str(d): r for d, r in v.items()}
+                                         for p, v in results.items()}, **summary}, indent=2))
+    if args.figure:
+        plot_depth(results, Path(args.figure), width)
+    print("\n".join(lines))
+    return 0
+
+
+def plot_depth(results: dict, path: Path, width: int) -> None:
+    """One panel per α: seed-mean loss vs log2 lr, one curve per depth, fitted optima dashed."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4 * len(results), 3.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(results), sharey=True, squeeze=False)[0]
+    for ax, (label, per) in zip(axes, results.items()):
+        for d, r in per.items():
+            ys = [y if math.isfinite(y) else float("nan") for y in r["losses"]]
+            line = ax.plot(r["log2_lrs"], ys, marker="o", ms=3, label=f"{d} layers")[0]
+            if math.isfinite(r["optimum_log2_lr"]):
+                ax.axvline(r["optimum_log2_lr"], color=line.get_color(), ls="--", lw=1)
+        ax.set(title=f"α = {label.split('=')[1]}", xlabel="log2 learning rate")
+        ax.legend(fontsize="small")
+    axes[0].set_ylabel(f"held-out loss (width {width}, seed mean)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
     runs, corpus = Runs(out / "runs.csv"), stdlib_corpus()
+    if args.axis == "depth":
+        return depth_main(args, runs, corpus, out)
     results: dict[str, dict[int, dict]] = {}
     for p in args.parametrizations:
         fam = family(args, p)

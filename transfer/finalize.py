@@ -18,8 +18,9 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from transfer import cost as costs
+from transfer import depth
 from transfer.emit import emit_target
-from transfer.errors import EXIT_OK, verdict_exit_code
+from transfer.errors import EXIT_OK, EXIT_REJECTED, verdict_exit_code
 from transfer.report import render_report
 from transfer.stages import (
     FINISHED,
@@ -55,8 +56,15 @@ def predict_run(ctx: Context) -> dict:
     flops = tokens * ((n_stage + n_grid) * fam.flops_per_token(plan.width)
                       + n_grid * fam.flops_per_token(plan.validation_width))
     seconds = n_stage * t0 + n_grid * (t0 + t1)
+    trial_seconds = {str(plan.width): t0, str(plan.validation_width): t1}
+    if n_grid and depth.enabled(cfg):  # the deep proxy's points (the shallow ones are copied)
+        deep = depth.at_depth(ctx, depth.depths(ctx)[1])
+        t2 = predict_seconds(deep, hp, plan.width)
+        seconds += n_grid * t2
+        flops += tokens * n_grid * deep.plan.family.flops_per_token(plan.width)
+        trial_seconds[f"{plan.width}x{depth.depths(ctx)[1]}L"] = t2
     return {"seconds": seconds, "device_hours": seconds / 3600, "flops": flops,
-            "trial_seconds": {str(plan.width): t0, str(plan.validation_width): t1}}
+            "trial_seconds": trial_seconds}
 
 
 def predict_and_check_cap(prep) -> dict | None:
@@ -139,6 +147,8 @@ def validate_transfer(ctx: Context, hp: dict, plots: Path, *, target_width: int 
     The sweep and `python -m transfer.validate` both validate through here.
     """
     study = run_grid(ctx, hp)
+    if depth.enabled(ctx.cfg):  # every worker shares the depth grid too; judged in finalize
+        depth.run_depth_grid(ctx, hp, study)
     if not _claim(ctx, study):
         return study, None, 0.0
     coord_seconds = 0.0
@@ -164,6 +174,8 @@ def trials_frame(ctx: Context) -> pd.DataFrame:
     studies = [(name, open_study(ctx, i, name)) for i, name in enumerate(ctx.cfg.stages.order)]
     if ctx.cfg.validation.enabled:
         studies.append(("validation", open_validation_study(ctx)))
+        if depth.enabled(ctx.cfg):
+            studies.append((depth.STAGE, depth.open_depth_study(ctx)))
     for stage, study in studies:
         for t in study.get_trials(deepcopy=False):
             a = t.user_attrs
@@ -178,8 +190,8 @@ def trials_frame(ctx: Context) -> pd.DataFrame:
 
 
 def _measured(ctx: Context, trials: pd.DataFrame, coord_seconds: float) -> dict:
-    sweep = trials[trials.stage != "validation"]
-    val = trials[trials.stage == "validation"]
+    is_val = trials.stage.isin(["validation", depth.STAGE])
+    sweep, val = trials[~is_val], trials[is_val]
     device = next((d for d in trials.get("device", pd.Series(dtype=str)).dropna()), "cpu")
     return {"device": device, "n_devices": 1,
             "sweep": {"seconds": float(sweep.seconds.fillna(0).sum()),
@@ -229,7 +241,7 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
              ) -> int:
     """Validate (this worker's share), then — once per run — write every result file."""
     cfg, archive, name = prep.cfg, prep.archive, prep.name
-    verdict = None
+    verdict = depth_verdict = None
     coord_seconds = 0.0
     if cfg.validation.enabled and not stopped_by_cap:
         study, verdict, coord_seconds = validate_transfer(ctx, hp, archive.run_dir(name) / "plots",
@@ -237,6 +249,9 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
         if verdict is None:
             ctx.progress.line("validation done; another worker writes the results")
             return EXIT_OK
+        if depth.enabled(cfg):
+            depth_verdict = depth.validate_depth(ctx, hp, study, archive.run_dir(name) / "plots",
+                                                 target_depth=int(cfg.model.n_layers))
     summaries = summarize(ctx)
     trials = trials_frame(ctx)
     validated = bool(verdict and verdict.passed)
@@ -260,7 +275,8 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
         validated=validated, drift_log2=None if verdict is None else verdict.drift_log2,
         fingerprint=prep.fingerprint, budget=costs.budget_summary(c), created=created,
         not_transferred_extra=extra, n_gpus=int(cfg.cost.n_gpus),
-        scaling=OmegaConf.to_container(cfg.scaling, resolve=True) if "scaling" in cfg else None)
+        scaling=OmegaConf.to_container(cfg.scaling, resolve=True) if "scaling" in cfg else None,
+        depth=depth.summary(depth_verdict, float(prep.plan.derived.get("depth_alpha", 0.0))))
     target["provenance"]["lr"] = lr_provenance(hp, verdict)
     if verdict is not None and verdict.outcome == "inconclusive":
         target["provenance"]["warning"] = (
@@ -271,15 +287,22 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
             "outcome": verdict.outcome, "reasons": verdict.reasons,
             "decide_with": verdict.decide_with, "extrapolation": verdict.extrapolation}
     _write_all(prep, trials, verdict, c, target, summaries)
+    if depth_verdict is not None:
+        archive.write_json(name, "validation_depth.json", depth_verdict.to_dict())
     status = ("failed" if stopped_by_cap else "finished" if verdict is None or validated
               else verdict.outcome)
     archive.record({"name": name, "status": status, "winners": winners,
                     "validated": validated, "drift_log2": None if verdict is None
                     else verdict.drift_log2, "saved_gpu_hours": c["saved_gpu_hours"]})
     _summary(ctx, prep, summaries, verdict, c)
+    if depth_verdict is not None:
+        for line in depth.lines(depth_verdict):
+            ctx.progress.line(line)
     if cfg.validation.enabled and not stopped_by_cap:
         mark_finalized(study)
-    return verdict_exit_code(None if verdict is None else verdict.outcome)
+    # an opt-in depth check counts: a rejection anywhere is exit 3, else the less certain one
+    codes = {verdict_exit_code(None if v is None else v.outcome) for v in (verdict, depth_verdict)}
+    return EXIT_REJECTED if EXIT_REJECTED in codes else max(codes)
 
 
 def write_partial(prep, ctx: Context, reason: str, *, started: float) -> None:

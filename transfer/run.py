@@ -103,7 +103,11 @@ def _worker_main(cfg_container: dict, worker: int) -> None:
         from transfer.validator import run_grid
 
         if cfg.validation.enabled:
-            run_grid(ctx, hp)
+            study = run_grid(ctx, hp)
+            from transfer import depth
+
+            if depth.enabled(cfg):
+                depth.run_depth_grid(ctx, hp, study)
     except UserError as e:
         print(f"worker {worker}: {e}", file=sys.stderr)
 

@@ -9,6 +9,7 @@ coordinate check, verdict, plots → archive. Exit 0 passes, 3 rejects, 4 cannot
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import re
 import sys
@@ -110,6 +111,14 @@ def prepare(cfg: DictConfig, *, build: Callable | None = None):
     family = get_class(FAMILY_TARGET)(
         build_fn=fn, seq_len=seq_len, vocab_size=corpus.vocab_size, base_width=base_width,
         target=target, fixed={k: float(p[k]) for k in MODEL_HPARAMS})
+    if "n_layers" in family.depth_keywords:  # the depth hook (proxies/custom.py)
+        n = p.n_layers or proxy_size(p.size)["n_layers"]
+        family = dataclasses.replace(family, n_layers=n, base_depth=p.base_depth or n,
+                                     depth_alpha=float(p.depth_alpha), _cache={})
+    elif cfg.validation.depth_enabled:
+        raise UserError(f"validation.depth_enabled=true but {target} takes no `n_layers` "
+                        "keyword; add `n_layers` and `residual_mult` keywords to the builder "
+                        "(see proxies/custom.py) or drop the override")
     for name, w in (("proxy.base_width", base_width), ("proxy.width", width),
                     ("proxy.validation_width", validation_width)):
         try:
@@ -149,6 +158,7 @@ def validate(cfg: DictConfig, *, build: Callable | None = None) -> int:
     Raises UserError (`AuditFailed` lists every finding) for bad input, before any training."""
     import optuna
 
+    from transfer import depth
     from transfer.archive import code_version
     from transfer.finalize import mark_finalized, trials_frame, validate_transfer, verdict_lines
     from transfer.run import make_context
@@ -172,14 +182,20 @@ def validate(cfg: DictConfig, *, build: Callable | None = None) -> int:
         raise UserError(f"another live process is validating run {prep.name!r}; wait for it, or "
                         "pass name=<another run name>")
     _write(prep, hp, verdict, trials_frame(ctx))
+    depth_verdict = None
+    if depth.enabled(cfg):
+        depth_verdict = depth.validate_depth(ctx, hp, study, run_dir / "plots")
+        prep.archive.write_json(prep.name, "validation_depth.json", depth_verdict.to_dict())
     status = "finished" if verdict.passed else verdict.outcome
     prep.archive.record({"name": prep.name, "status": status, "validated": verdict.passed,
                          "drift_log2": verdict.drift_log2, "winners": {"lr": float(hp["lr"])}})
     mark_finalized(study)
     ctx.progress.line(f"\n== {prep.name}  ({run_dir})")
-    for line in verdict_lines(verdict):
+    for line in verdict_lines(verdict) + (depth.lines(depth_verdict) if depth_verdict else []):
         ctx.progress.line(line)
-    return verdict_exit_code(verdict.outcome)
+    outcomes = {verdict.outcome, depth_verdict.outcome if depth_verdict else verdict.outcome}
+    return verdict_exit_code("rejected" if "rejected" in outcomes else
+                             "inconclusive" if "inconclusive" in outcomes else "passed")
 
 
 def _write(prep, hp: dict, verdict, trials) -> None:

@@ -151,8 +151,9 @@ def run_coord_check(ctx: Context, hp: dict, plots: Path | None) -> dict:
     return res.to_dict()
 
 
-def plot_transfer(verdict: Verdict, path: Path) -> None:
-    """Validation loss vs log2 lr, one curve per width, optima marked: the μTransfer figure."""
+def plot_transfer(verdict: Verdict, path: Path, *, label: str = "width") -> None:
+    """Validation loss vs log2 lr, one curve per width, optima marked: the μTransfer figure.
+    `label` names the curves' key (`"layers"` for the depth check)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -163,7 +164,8 @@ def plot_transfer(verdict: Verdict, path: Path) -> None:
         c = verdict.curves[w]
         line = ax.errorbar(c["log2_lr"], c["loss"],
                            yerr=[0 if not math.isfinite(s) else s for s in c["std"]],
-                           marker="o", ms=3, capsize=2, label=f"width {w}")
+                           marker="o", ms=3, capsize=2,
+                           label=f"width {w}" if label == "width" else f"{w} {label}")
         if math.isfinite(verdict.best_log2_lr[w]):
             ax.axvline(verdict.best_log2_lr[w], color=line[0].get_color(), ls="--", lw=1)
     ax.axvline(verdict.tuned_log2_lr, color="grey", ls=":", lw=1, label="stages' pick")
