@@ -1,0 +1,140 @@
+"""transfer.depth: the depth check's grid, its reuse of the width grid, its verdict and record;
+the custom builders' depth hook. No training here: the CI-sized runs are in test_sweep.py."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import optuna
+import pytest
+import torch
+from mup import MuReadout
+from omegaconf import OmegaConf
+from optuna.trial import TrialState
+from torch import nn
+
+from proxies import TransformerFamily
+from proxies.custom import CustomFamily
+from transfer import depth, rules
+from transfer.family import ProxyPlan
+from transfer.stages import Context
+from transfer.verdict import REJECTED, Limits, grid, judge
+
+V = {"points": 3, "seeds": 2, "step_log2": 1.0, "max_extend": 1, "depth": None}
+
+
+def ctx(**v) -> Context:
+    cfg = OmegaConf.create({"validation": {**V, **v, "depth_enabled": True},
+                            "proxy": {"seed": 0}})
+    fam = TransformerFamily(n_layers=2, d_head=8, seq_len=32, base_width=32)
+    return Context(cfg=cfg, plan=ProxyPlan(fam, 32, 128, 32, {}), corpus=None, storage=None,
+                   lock=contextlib.nullcontext, run_name="r")
+
+
+def width_study(xs: list[float], widths=(32, 128)) -> optuna.Study:
+    study = optuna.create_study()
+    d = {"log2_lr": optuna.distributions.FloatDistribution(-10, 0),
+         "width": optuna.distributions.CategoricalDistribution(list(widths)),
+         "seed": optuna.distributions.CategoricalDistribution([0, 1])}
+    for w in widths:
+        for s in (0, 1):
+            for x in xs:
+                study.add_trial(optuna.trial.create_trial(
+                    params={"log2_lr": x, "width": w, "seed": s}, distributions=d,
+                    value=3.0 + x * x / 100 + w / 1000 + s, user_attrs={"seconds": 5.0}))
+    return study
+
+
+def test_the_deep_proxy_is_four_times_deeper_by_default():
+    assert depth.depths(ctx()) == (2, 8)
+    assert depth.depths(ctx(depth=16)) == (2, 16)
+
+
+def test_at_depth_builds_deeper_with_the_same_base_depth():
+    deep = depth.at_depth(ctx(), 8).plan.family
+    assert deep.n_layers == 8 and deep.base_depth == 2
+    assert deep.residual_mult == rules.residual_mult(4.0, deep.depth_alpha)
+
+
+def test_shallow_points_are_copied_from_the_width_grid_and_deep_ones_queued():
+    c, xs = ctx(), grid(-6.0, 3, 1.0)
+    src = width_study(xs)
+    study = optuna.create_study()
+    depth._queue(c, study, src, xs + [-3.0], -6.0)  # -3.0: not in the width grid
+    trials = study.get_trials(deepcopy=False)
+    copied = [t for t in trials if t.state == TrialState.COMPLETE]
+    assert {(t.params["log2_lr"], t.params["seed"]) for t in copied} == {
+        (x, s) for x in xs for s in (0, 1)}
+    assert all(t.params["n_layers"] == 2 and t.user_attrs["seconds"] == 0.0 for t in copied)
+    by = {(t.params["log2_lr"], t.params["seed"]): t.value for t in src.get_trials()
+          if t.params["width"] == 32}
+    assert all(t.value == by[(t.params["log2_lr"], t.params["seed"])] for t in copied)
+    waiting = [t for t in trials if t.state == TrialState.WAITING]
+    queued = sorted(t.system_attrs["fixed_params"]["n_layers"] for t in waiting)
+    assert queued == [2] * 2 + [8] * 8  # the shallow -3.0 (two seeds), every deep point
+
+
+def test_curves_are_keyed_by_depth():
+    c, xs = ctx(), grid(-6.0, 3, 1.0)
+    study = optuna.create_study()
+    depth._queue(c, study, width_study(xs), xs, -6.0)
+    out = depth.curves(study, (2, 8))
+    assert [x for x, _ in out[2]] == xs and len(out[2][0][1]) == 2
+    assert out[8] == []  # queued, not yet trained
+
+
+def test_a_moving_optimum_across_depth_is_rejected_in_depth_words():
+    """The same pure judge, keyed by depth: width-only μP's lr optimum falls with depth."""
+    xs = grid(-7.0, 7, 0.5)
+    c = {d: [(x, [0.06 * (x - v) ** 2 + lvl + o for o in (0.0, 0.05)]) for x in xs]
+         for d, v, lvl in ((2, -7.0, 2.6), (8, -8.5, 2.5))}
+    v = judge(c, None, -7.0, Limits(axis="depth"), {"passed": True, "max_abs_slope": 0.1})
+    assert v.outcome == REJECTED and v.widths == [2, 8]
+    assert any("moved" in r for r in v.rejected_because)
+    s = depth.summary(v, 0.0)
+    assert s["outcome"] == REJECTED and s["depths"] == [2, 8] and s["depth_alpha"] == 0.0
+    assert math.isclose(s["drift_log2"], v.drift_log2)
+    assert depth.lines(v)[0].startswith("   depth check  REJECTED")
+
+
+def test_summary_of_no_check_is_none():
+    assert depth.summary(None, 1.0) is None
+
+
+# ---- the custom builders' depth hook (proxies/custom.py) ------------------------------------
+class DeepLM(nn.Module):
+    def __init__(self, width: int, n_layers: int, residual_mult: float):
+        super().__init__()
+        self.emb = nn.Embedding(256, width)
+        self.layers = nn.ModuleList(nn.Linear(width, width) for _ in range(n_layers))
+        self.residual_mult = residual_mult
+        self.readout = MuReadout(width, 256, readout_zero_init=True)
+
+    def forward(self, tokens):  # (B, T) -> (B, T, V)
+        x = self.emb(tokens)
+        for layer in self.layers:
+            x = x + self.residual_mult * torch.relu(layer(x))
+        return self.readout(x)
+
+
+def deep_lm(width: int, *, n_layers: int = 2, residual_mult: float = 1.0) -> nn.Module:
+    return DeepLM(width, n_layers, residual_mult)
+
+
+def test_a_builder_with_the_hook_is_built_deeper_with_the_rule_multiplier():
+    fam = CustomFamily(build_fn=deep_lm, seq_len=8, vocab_size=256, base_width=32, n_layers=2,
+                       base_depth=2, depth_alpha=1.0)
+    assert fam.depth_keywords == {"n_layers", "residual_mult"}
+    model = fam.replace(n_layers=8).build(64)
+    assert len(model.layers) == 8 and model.residual_mult == pytest.approx(0.25)
+    assert fam.build(64).residual_mult == 1.0  # at base depth
+
+
+def test_a_builder_without_the_hook_cannot_be_made_deeper():
+    def plain(width: int) -> nn.Module:
+        return deep_lm(width)
+
+    with pytest.raises(ValueError, match="takes no `n_layers` keyword"):
+        CustomFamily(build_fn=plain, seq_len=8, vocab_size=256, base_width=32).replace(
+            n_layers=8)
