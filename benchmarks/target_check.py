@@ -264,7 +264,8 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         losses = np.array([[train_target(run_dir, target, r, corpus, offset=o, seed=s, args=args)
                             for s in range(args.seeds)] for o in args.offsets])
-        hidden_lr = next(g["lr"] for g in target["param_groups"] if g["name"] == "hidden")
+        hidden_lr = next(g["lr"] for g in target["param_groups"]
+                         if g["name"] in ("hidden", "hidden_attn"))
         results[param] = {"run_dir": str(run_dir), "recipe": {**r, "betas": list(r["betas"])},
                           "hidden_lr": hidden_lr, "losses": losses.tolist(),
                           "validated": target["provenance"]["validated"],

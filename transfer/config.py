@@ -303,12 +303,12 @@ def check_config(cfg: DictConfig | Config) -> None:
     if c.storage.kind not in ("journal", "postgres"):
         _fail(f"storage.kind={c.storage.kind!r}; use storage=journal or storage=postgres")
     v = c.validation
-    if not 0 <= c.proxy.get("depth_alpha", 1.0) <= 1:
+    if not 0 <= getattr(c.proxy, "depth_alpha", 1.0) <= 1:
         _fail(f"proxy.depth_alpha={c.proxy.depth_alpha} must be in [0, 1] (0 μP, 0.5 Depth-μP, "
               "1 CompleteP)")
-    if c.proxy.get("base_depth") is not None and c.proxy.base_depth < 1:
+    if getattr(c.proxy, "base_depth", None) is not None and c.proxy.base_depth < 1:
         _fail(f"proxy.base_depth must be >= 1, got {c.proxy.base_depth}")
-    if v.get("depth") is not None and v.depth < 2:
+    if getattr(v, "depth", None) is not None and v.depth < 2:
         _fail(f"validation.depth must be >= 2 layers, got {v.depth}")
     if v.points < 3:
         _fail(f"validation.points must be >= 3 to fit a parabola, got {v.points}")
