@@ -84,7 +84,9 @@ def _queue(ctx: Context, study: optuna.Study, width_study: optuna.Study, xs: lis
                     params=params, distributions=dists, state=src.state,
                     value=src.value if src.state == TrialState.COMPLETE else None,
                     user_attrs={**src.user_attrs, "stage": STAGE, "seconds": 0.0, "flops": 0.0,
-                                "tokens": 0, "copied_from_trial": src.number}))
+                                "tokens": 0, "copied_from_trial": src.number,
+                                "hparams": {**src.user_attrs.get("hparams", {}),
+                                            "n_layers": l0}}))
             study.enqueue_trial({"log2_lr": x, "n_layers": l1, "seed": s})
 
 
