@@ -50,7 +50,7 @@ def bare_loop(family, spec: TrainSpec, corpus, device: torch.device) -> tuple[fl
     """The same training as `train`, written as plainly as PyTorch allows: (seconds, losses)."""
     model = family.build(spec.width, seed=spec.seed, device=device)
     model.train()
-    opt = make_optimizer(model, spec, family.parametrization)
+    opt = make_optimizer(model, spec, family.parametrization, family)  # as the trainer does
     base_lrs = [g["lr"] for g in opt.param_groups]
     gen = torch.Generator().manual_seed(spec.seed + 7919)  # the trainer's data order
     total = spec.steps(family.seq_len)

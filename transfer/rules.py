@@ -2,8 +2,9 @@
 
 Every width-dependent number in this project comes from here: the proxy family uses these
 functions to initialise and scale, and the emitter uses the same functions to write explicit
-values at the target width. `mup.MuAdamW` applies the learning-rate rules during proxy training;
-tests check that its parameter groups agree with `hidden_lr` / `vector_lr` below.
+values at the target width. The proxy family trains with AdamW groups built from these rules
+(`transfer.params.optimizer_groups`); tests check that at α = 0 they agree with `mup.MuAdamW`'s
+(`hidden_lr` / `vector_lr` below), which custom families still train with.
 
 Vocabulary: a *hidden* (matrix-like) parameter has two width dimensions (attention and MLP
 projections); *embedding*, *readout* and *vector* (norm gains, biases) parameters have one.
