@@ -138,3 +138,27 @@ def test_a_builder_without_the_hook_cannot_be_made_deeper():
     with pytest.raises(ValueError, match="takes no `n_layers` keyword"):
         CustomFamily(build_fn=plain, seq_len=8, vocab_size=256, base_width=32).replace(
             n_layers=8)
+
+
+# ---- configuration ----------------------------------------------------------------------------
+@pytest.mark.parametrize("override, field", [("proxy.depth_alpha=1.5", "proxy.depth_alpha"),
+                                             ("proxy.base_depth=0", "proxy.base_depth"),
+                                             ("validation.depth=1", "validation.depth")])
+def test_bad_depth_settings_name_the_field(override, field):
+    from helpers_sweep import compose_cfg
+
+    from transfer.config import check_config
+    from transfer.errors import UserError
+
+    with pytest.raises(UserError, match=field):
+        check_config(compose_cfg(["model=tiny", override]))
+
+
+def test_the_family_gets_the_depth_settings_from_the_config():
+    from helpers_sweep import compose_cfg
+
+    from transfer.family import plan_proxies
+
+    plan = plan_proxies(compose_cfg(["model=tiny", "proxy.depth_alpha=0.5"]))
+    assert plan.derived["depth_alpha"] == 0.5
+    assert plan.derived["base_depth"] == plan.derived["n_layers"]  # m_L = 1 where stages tune
