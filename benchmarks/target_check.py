@@ -97,7 +97,9 @@ def overrides(args, parametrization: str) -> list[str]:
         ovr.append(f"train.tokens={s['tokens']}")
     for stage, n in (s["trials"] or {}).items():
         ovr.append(f"stages.stage.{stage}.trials={n}")
-    if not s["validation"]:
+    # SP's emission is the stages' pick whether or not its grid runs (an SP verdict never
+    # passes, and only a passed verdict replaces the pick by the grid's optimum): skip its grid.
+    if not s["validation"] or parametrization == "sp":
         ovr.append("validation.enabled=false")
     return ovr
 

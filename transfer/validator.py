@@ -169,9 +169,10 @@ def plot_transfer(verdict: Verdict, path: Path, *, label: str = "width") -> None
         if math.isfinite(verdict.best_log2_lr[w]):
             ax.axvline(verdict.best_log2_lr[w], color=line[0].get_color(), ls="--", lw=1)
     ax.axvline(verdict.tuned_log2_lr, color="grey", ls=":", lw=1, label="stages' pick")
-    if math.isfinite(verdict.optimum_log2_lr):
+    if verdict.passed and math.isfinite(verdict.optimum_log2_lr):  # emitted only when passed
         ax.axvspan(*[min(max(x, ax.get_xlim()[0]), ax.get_xlim()[1]) for x in verdict.optimum_ci],
-                   color="green", alpha=0.08, label=f"emitted optimum ({verdict.confidence:.0%})")
+                   color="green", alpha=0.08,
+                   label=f"emitted lr ({verdict.confidence:.0%} interval)")
     ax.set_xlabel("log2 learning rate")
     ax.set_ylabel("held-out loss (mean over seeds)")
     lo, hi = verdict.drift_ci
