@@ -23,7 +23,8 @@ DEPTH = [*TINY, "train.tokens=20480", "stages.stage.lr.trials=3",
          "stages.stage.batch_size.trials=1", "stages.stage.warmup.trials=1",
          "validation.points=5", "validation.seeds=2", "validation.step_log2=1.0",
          "validation.min_points=4", "validation.can_pass=true",
-         "validation.coord_widths=[16,32,64]", "validation.coord_steps=3",
+         "validation.coord_widths=[16,32,64]", "validation.coord_steps=4",
+         "validation.coord_depths=[1,2,4,8]",
          "validation.depth_enabled=true", "validation.depth=4", "validation.max_extend=1"]
 
 
