@@ -267,7 +267,8 @@ def depth_main(args, runs: Runs, corpus, out: Path) -> int:
     if "alpha=1" in drift and "alpha=0" in drift:
         goals["alpha=0 |drift| > alpha=1 |drift|"] = abs(drift["alpha=0"]) > abs(drift["alpha=1"])
     summary = {"drift": drift, "goals": goals,
-               "drift_90pct_bootstrap": bootstrap_drift(args, results, small, large)}
+               "drift_90pct_bootstrap": bootstrap_drift(args, results, small, large),
+               "verdict": {p: depth_verdict(args, r, small, large) for p, r in results.items()}}
     lines = [f"width {width}, {args.seeds} seeds, {args.steps} steps of "
              f"{args.batch_size}×{args.seq_len}, base depth {args.base_depth or small}", "",
              "| α | depth | optimum log2(lr) | best loss | grid (log2 lr) | edge hit |",
@@ -281,6 +282,9 @@ def depth_main(args, runs: Runs, corpus, out: Path) -> int:
     lines += [""] + [f"- {p} drift ({large} − {small} layers): {d:+.2f} octaves (90% bootstrap "
                      f"over seeds: {ci[p][0]:+.2f} … {ci[p][1]:+.2f})" for p, d in drift.items()]
     lines += [f"- goal {g}: {'PASS' if ok else 'FAIL'}" for g, ok in goals.items()]
+    lines += [f"- the sweep's depth verdict on these curves (lr grid only, no coordinate check), "
+              f"{p}: {v['outcome']}" + (f" — {'; '.join(v['reasons'])}" if v["reasons"] else "")
+              for p, v in summary["verdict"].items()]
     (out / "summary.json").write_text(json.dumps(
         {"args": vars(args), "results": {p: {str(d): r for d, r in v.items()}
                                          for p, v in results.items()}, **summary}, indent=2))
@@ -288,6 +292,19 @@ def depth_main(args, runs: Runs, corpus, out: Path) -> int:
         plot_depth(results, Path(args.figure), width)
     print("\n".join(lines))
     return 0
+
+
+def depth_verdict(args, per_depth: dict, small: int, large: int) -> dict:
+    """What `transfer.verdict.judge` — the sweep's depth verdict — says of these curves, with
+    its default limits (`Limits(axis="depth")`) and this grid's points as the fit window."""
+    from transfer.verdict import Limits, judge
+
+    curves = {d: list(zip(per_depth[d]["log2_lrs"], per_depth[d]["seed_losses"]))
+              for d in (small, large)}
+    v = judge(curves, None, args.mup_centre, Limits(axis="depth", fit_window=args.points))
+    return {"outcome": v.outcome, "drift_log2": v.drift_log2, "drift_ci": v.drift_ci,
+            "loss_gap": v.loss_gap, "deeper_minus_shallow": v.wider_minus_narrow,
+            "reasons": v.reasons}
 
 
 def plot_depth(results: dict, path: Path, width: int) -> None:
