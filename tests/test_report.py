@@ -113,7 +113,7 @@ def test_plots_are_relative_links(md):
 def test_emitted_param_groups(md):
     # 7b over base 64: width_mult 64, hidden lr 0.0123/64, hidden σ 0.02/8 (PROXY has no trial
     # tokens, so no horizon/batch factor); weight decay from the AdamW-timescale rule, ×64 hidden
-    assert "| hidden | 0.0001922 | 0.0025 | 0.2391 | zero_init=attention q |" in md
+    assert "| hidden_attn | 0.0001922 | 0.0025 | 0.2391 | zero_init=attention q |" in md
     assert "| readout | 0.0123 | 0 | 0.003736 | logits_scale=0.01562 |" in md
     assert "| width_mult | 64 |" in md and "| attn_scale | 0.007812 |" in md
 
