@@ -141,6 +141,11 @@ class ValidationConf:
     depth_enabled: bool = False  # off in budget=default: see conf/budget/thorough.yaml
     depth: int | None = None  # layers of the deep proxy; None: 4 × the stages' n_layers
     coord_depths: list[int] | None = None  # None: n_layers × 1, 2, 4 (and the deep proxy's)
+    # Horizon: the lr grid at the stage width also at train.tokens / horizon_ratio tokens; the
+    # measured exponent of lr* ∝ D^e replaces scaling.horizon_rule's when tight (README).
+    horizon_enabled: bool = False
+    horizon_ratio: float = 4.0  # full budget / short budget, >= 4 (two octaves)
+    horizon_max_ci: float = 0.2  # widest exponent interval that counts as tight
 
 
 @dataclass
@@ -310,6 +315,11 @@ def check_config(cfg: DictConfig | Config) -> None:
         _fail(f"proxy.base_depth must be >= 1, got {c.proxy.base_depth}")
     if getattr(v, "depth", None) is not None and v.depth < 2:
         _fail(f"validation.depth must be >= 2 layers, got {v.depth}")
+    if getattr(v, "horizon_ratio", 4.0) < 4:
+        _fail(f"validation.horizon_ratio must be >= 4 (budgets at least 4× apart), got "
+              f"{v.horizon_ratio}")
+    if getattr(v, "horizon_max_ci", 0.2) <= 0:
+        _fail(f"validation.horizon_max_ci must be > 0, got {v.horizon_max_ci}")
     if v.points < 3:
         _fail(f"validation.points must be >= 3 to fit a parabola, got {v.points}")
     if v.seeds < 1:

@@ -156,27 +156,38 @@ def _mu_label(parametrization: str, validated: bool) -> str:
     return "μP-transferred (validated)" if validated else "μP-transferred (not validated)"
 
 
-def _lr_rules(w: dict, p: dict, s: dict, total_tokens: float, batch_tokens: int
-              ) -> tuple[float, dict, str]:
+def _lr_rules(w: dict, p: dict, s: dict, total_tokens: float, batch_tokens: int,
+              horizon: Mapping | None = None) -> tuple[float, dict, str]:
     """(lr factor, its terms, its provenance): the horizon rule from the proxy's trial tokens
-    to the target's at the proxy's batch, then the batch rule from that batch to the target's."""
+    to the target's at the proxy's batch, then the batch rule from that batch to the target's.
+    With a tight horizon check (`horizon["used"] == "measured"`) its measured exponent replaces
+    the rule's."""
     p_tokens, p_seq = p.get("tokens_per_trial"), p.get("seq_len")
     if not p_tokens or not p_seq:
         return 1.0, {"horizon": 1.0, "batch": 1.0}, (
             "rule: none (the proxy's trial tokens or context are unknown; lr as transferred)")
     p_batch = int(w["batch_size"]) * int(p_seq)
     exponent, h_label = scaling.horizon_exponent(s["horizon_rule"], float(s["horizon_beta"]))
-    horizon = (total_tokens / float(p_tokens)) ** exponent
+    measured = bool(horizon) and horizon.get("used") == "measured"
+    if measured:
+        exponent = float(horizon["exponent"])
+        lo, hi = horizon["exponent_ci"]
+        h_label = (f"measured on proxies (horizon check, exponent {exponent:+.3f} "
+                   f"[{lo:+.3f}, {hi:+.3f}])")
+    factor_h = (total_tokens / float(p_tokens)) ** exponent
     if s["batch_lr_rule"] == "adam_sqrt":
         batch, b_label = scaling.adam_sqrt_batch_factor(p_batch, batch_tokens), "adam_sqrt_batch"
     elif s["batch_lr_rule"] == "none":
         batch, b_label = 1.0, "no_batch_adjustment"
     else:
         raise ValueError(f"scaling.batch_lr_rule={s['batch_lr_rule']!r}; use adam_sqrt or none")
-    terms = {"horizon": horizon, "horizon_exponent": exponent, "batch": batch,
+    terms = {"horizon": factor_h, "horizon_exponent": exponent,
+             "horizon_exponent_source": "measured" if measured else "rule", "batch": batch,
              "from_tokens": float(p_tokens), "to_tokens": total_tokens,
              "from_batch_tokens": p_batch, "to_batch_tokens": batch_tokens}
-    return horizon * batch, terms, f"rule: {h_label} × {b_label}, applied to lr_transferred"
+    if measured:
+        return factor_h * batch, terms, f"{h_label} × rule: {b_label}, applied to lr_transferred"
+    return factor_h * batch, terms, f"rule: {h_label} × {b_label}, applied to lr_transferred"
 
 
 def _warmup(s: dict, n_params: int, batch_tokens: int, total_steps: int) -> tuple[int, str]:
@@ -193,7 +204,7 @@ def _warmup(s: dict, n_params: int, batch_tokens: int, total_steps: int) -> tupl
 
 
 def _train_block(m: dict, w: dict, *, p: dict, s: dict, counts: dict, n_gpus: int,
-                 mu_label: str) -> dict:
+                 mu_label: str, horizon: Mapping | None = None) -> dict:
     """The launchable train block: every value from a named rule, the μP transfer or the
     proxies' measurements, with `provenance` naming which for each key."""
     seq_len, total_tokens = int(m["seq_len"]), float(m["train_tokens"])
@@ -203,7 +214,7 @@ def _train_block(m: dict, w: dict, *, p: dict, s: dict, counts: dict, n_gpus: in
                                              fixed_tokens=s.get("batch_tokens"))
     batch_tokens = scaling.round_batch_tokens(raw, seq_len, n_gpus)
     total_steps = max(1, round(total_tokens / batch_tokens))  # nearest whole step
-    factor, terms, lr_label = _lr_rules(w, p, s, total_tokens, batch_tokens)
+    factor, terms, lr_label = _lr_rules(w, p, s, total_tokens, batch_tokens, horizon)
     lr = w["lr"] * factor
     warmup_steps, w_label = _warmup(s, counts["n_params"], batch_tokens, total_steps)
     r = s["tau_recipe"]
@@ -354,8 +365,12 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
                 validated: bool, drift_log2: float | None, fingerprint: str, budget: Mapping,
                 created: str, not_transferred_extra: list | None = None,
                 scaling: Mapping | Any | None = None, n_gpus: int = 1,
-                depth: Mapping | None = None) -> dict:
+                depth: Mapping | None = None, horizon: Mapping | None = None) -> dict:
     """The target.yaml content: model, mup, param_groups, train, budget, provenance.
+
+    horizon: the horizon check's result (`transfer.horizon.measure`), None when it did not
+    run; where it is tight (`used: measured`) the lr's horizon factor uses its measured
+    exponent instead of `scaling.horizon_rule`'s, and the lr's provenance says so.
 
     depth: the depth check's summary (`outcome`, `depths`, `reasons`, `drift_log2`), None when
     it did not run; depth is listed as transferred only when it passed.
@@ -385,7 +400,7 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
     model_block.update(d_head=d_head, n_params=counts["n_params"],
                        n_params_flops=counts["n_params_flops"])
     train = _train_block(m, w, p=p, s=_scaling(scaling), counts=counts, n_gpus=int(n_gpus),
-                         mu_label=_mu_label(parametrization, ok))
+                         mu_label=_mu_label(parametrization, ok), horizon=horizon)
     proxy_block = {"parametrization": parametrization, "base_width": base_width}
     proxy_block.update({k: v for k, v in p.items() if k != "parametrization"})
     provenance = {
@@ -394,6 +409,7 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
         "fingerprint": fingerprint, "created": created, "proxy": proxy_block,
         "transferred": _transferred(mup, w, depth),
         "depth": dict(depth) if depth else None,
+        "horizon": dict(horizon) if horizon else None,
         "not_transferred": _not_transferred(m, w, p, d_head, train, depth) + _normalise_extra(
             not_transferred_extra),
     }

@@ -18,7 +18,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from transfer import cost as costs
-from transfer import depth
+from transfer import depth, horizon
 from transfer.emit import emit_target
 from transfer.errors import EXIT_OK, EXIT_REJECTED, verdict_exit_code
 from transfer.report import render_report
@@ -63,6 +63,10 @@ def predict_run(ctx: Context) -> dict:
         seconds += n_grid * t2
         flops += tokens * n_grid * deep.plan.family.flops_per_token(plan.width)
         trial_seconds[f"{plan.width}x{depth.depths(ctx)[1]}L"] = t2
+    if n_grid and horizon.enabled(cfg):  # the short runs (the full-budget ones are copied)
+        short = horizon.budgets(cfg)[0]
+        seconds += n_grid * t0 * short / tokens
+        flops += short * n_grid * fam.flops_per_token(plan.width)
     return {"seconds": seconds, "device_hours": seconds / 3600, "flops": flops,
             "trial_seconds": trial_seconds}
 
@@ -149,6 +153,8 @@ def validate_transfer(ctx: Context, hp: dict, plots: Path, *, target_width: int 
     study = run_grid(ctx, hp)
     if depth.enabled(ctx.cfg):  # every worker shares the depth grid too; judged in finalize
         depth.run_depth_grid(ctx, hp, study)
+    if horizon.enabled(ctx.cfg):  # and the horizon grid; measured in finalize
+        horizon.run_horizon_grid(ctx, hp, study)
     if not _claim(ctx, study):
         return study, None, 0.0
     coord_seconds = 0.0
@@ -176,6 +182,8 @@ def trials_frame(ctx: Context) -> pd.DataFrame:
         studies.append(("validation", open_validation_study(ctx)))
         if depth.enabled(ctx.cfg):
             studies.append((depth.STAGE, depth.open_depth_study(ctx)))
+        if horizon.enabled(ctx.cfg):
+            studies.append((horizon.STAGE, horizon.open_horizon_study(ctx)))
     for stage, study in studies:
         for t in study.get_trials(deepcopy=False):
             a = t.user_attrs
@@ -190,7 +198,7 @@ def trials_frame(ctx: Context) -> pd.DataFrame:
 
 
 def _measured(ctx: Context, trials: pd.DataFrame, coord_seconds: float) -> dict:
-    is_val = trials.stage.isin(["validation", depth.STAGE])
+    is_val = trials.stage.isin(["validation", depth.STAGE, horizon.STAGE])
     sweep, val = trials[~is_val], trials[is_val]
     device = next((d for d in trials.get("device", pd.Series(dtype=str)).dropna()), "cpu")
     return {"device": device, "n_devices": 1,
@@ -241,7 +249,7 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
              ) -> int:
     """Validate (this worker's share), then — once per run — write every result file."""
     cfg, archive, name = prep.cfg, prep.archive, prep.name
-    verdict = depth_verdict = None
+    verdict = depth_verdict = horizon_verdict = horizon_result = None
     coord_seconds = 0.0
     if cfg.validation.enabled and not stopped_by_cap:
         study, verdict, coord_seconds = validate_transfer(ctx, hp, archive.run_dir(name) / "plots",
@@ -252,6 +260,9 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
         if depth.enabled(cfg):
             depth_verdict = depth.validate_depth(ctx, hp, study, archive.run_dir(name) / "plots",
                                                  target_depth=int(cfg.model.n_layers))
+        if horizon.enabled(cfg):
+            horizon_verdict, horizon_result = horizon.validate_horizon(
+                ctx, hp, study, archive.run_dir(name) / "plots")
     summaries = summarize(ctx)
     trials = trials_frame(ctx)
     validated = bool(verdict and verdict.passed)
@@ -276,7 +287,8 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
         fingerprint=prep.fingerprint, budget=costs.budget_summary(c), created=created,
         not_transferred_extra=extra, n_gpus=int(cfg.cost.n_gpus),
         scaling=OmegaConf.to_container(cfg.scaling, resolve=True) if "scaling" in cfg else None,
-        depth=depth.summary(depth_verdict, float(prep.plan.derived.get("depth_alpha", 0.0))))
+        depth=depth.summary(depth_verdict, float(prep.plan.derived.get("depth_alpha", 0.0))),
+        horizon=horizon_result)
     target["provenance"]["lr"] = lr_provenance(hp, verdict)
     if verdict is not None and verdict.outcome == "inconclusive":
         target["provenance"]["warning"] = (
@@ -289,6 +301,9 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
     _write_all(prep, trials, verdict, c, target, summaries)
     if depth_verdict is not None:
         archive.write_json(name, "validation_depth.json", depth_verdict.to_dict())
+    if horizon_verdict is not None:
+        archive.write_json(name, "horizon.json", {**horizon_result,
+                                                  "fit": horizon_verdict.to_dict()})
     status = ("failed" if stopped_by_cap else "finished" if verdict is None or validated
               else verdict.outcome)
     archive.record({"name": name, "status": status, "winners": winners,
@@ -298,6 +313,8 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
     if depth_verdict is not None:
         for line in depth.lines(depth_verdict):
             ctx.progress.line(line)
+    if horizon_result is not None:
+        ctx.progress.line(horizon.line(horizon_result))
     if cfg.validation.enabled and not stopped_by_cap:
         mark_finalized(study)
     # an opt-in depth check counts: a rejection anywhere is exit 3, else the less certain one

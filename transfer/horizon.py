@@ -1,0 +1,222 @@
+"""The horizon check: how does the tuned lr optimum move with the token budget, on the proxies?
+
+The same learning-rate grid as the width check (same centre, spacing, fresh seeds and edge
+extension) at the stages' width, trained at `train.tokens / validation.horizon_ratio` tokens
+(¼ of the budget by default), beside the full-budget curve. The full-budget curve is the width
+check's narrow curve — same family, width, seeds, lrs and tokens, and training is deterministic
+— so its finished trials are copied in, not trained again; only the short runs cost.
+
+The two curves, keyed by token count, go through the shared-curvature fit of the pure verdict
+(`transfer.verdict.judge`, `Limits(axis="tokens")`, no coordinate check). Its drift (vertex at
+the full budget − vertex at the short one, log2 lr) and bootstrap interval give the measured
+horizon exponent e of η* ∝ D^e: e = drift / log2(ratio), interval likewise. The verdict's
+transfer outcome (tolerance, loss gap) is not used: only the fit's numbers.
+
+"Tight" (the emitted lr then uses the measured exponent instead of `scaling.horizon_rule`'s):
+both optima bracketed by the grid, curvature S/N ≥ `validation.min_curvature_snr`, and the
+exponent's interval (at `validation.confidence`) no wider than `validation.horizon_max_ci`
+(0.2 by default: at ratio 4 that is 0.4 octave of drift, about a grid step).
+
+The grid lives in its own Optuna study (`<run>:validation-horizon`), so it resumes and shares
+work between workers like every stage. Off unless `validation.horizon_enabled`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import optuna
+from omegaconf import OmegaConf
+from optuna.trial import TrialState
+
+from transfer import scaling
+from transfer.stages import Context, n_finished, run_one, work
+from transfer.validator import limits_from, lr_bounds, plot_transfer, validation_seed
+from transfer.verdict import Verdict, extend_points, grid, judge
+
+STAGE = "validation_horizon"
+DEFAULT_MAX_CI = 0.2
+
+
+def enabled(cfg) -> bool:
+    return bool(cfg.validation.get("enabled", True)) and bool(
+        cfg.validation.get("horizon_enabled", False))
+
+
+def budgets(cfg) -> tuple[int, int]:
+    """(short, full): the token budgets of the two curves."""
+    full = int(cfg.train.tokens)
+    ratio = float(cfg.validation.get("horizon_ratio") or 4)
+    return int(full // ratio), full
+
+
+def at_tokens(ctx: Context, tokens: int) -> Context:
+    """The context whose trials train on `tokens` tokens (everything else as set)."""
+    cfg = OmegaConf.merge(ctx.cfg, {"train": {"tokens": int(tokens)}})
+    return dataclasses.replace(ctx, cfg=cfg, _probe={})
+
+
+def open_horizon_study(ctx: Context) -> optuna.Study:
+    return optuna.create_study(study_name=f"{ctx.run_name}:validation-horizon",
+                               storage=ctx.storage,
+                               sampler=optuna.samplers.RandomSampler(seed=0),
+                               pruner=optuna.pruners.NopPruner(), direction="minimize",
+                               load_if_exists=True)
+
+
+def _width_trials(width_study: optuna.Study, width: int) -> dict:
+    """(log2 lr, seed index) → the width grid's finished trial at `width` (full budget)."""
+    out = {}
+    for t in width_study.get_trials(deepcopy=False):
+        if t.state in (TrialState.COMPLETE, TrialState.PRUNED) and t.params["width"] == width:
+            out[(t.params["log2_lr"], t.params["seed"])] = t
+    return out
+
+
+def _queue(ctx: Context, study: optuna.Study, width_study: optuna.Study, xs: list[float],
+           center: float) -> None:
+    """Queue (tokens, seed, lr) points; a full-budget point the width grid has already trained
+    is copied in (same family, width, seed, lr and tokens: the same deterministic run)."""
+    v, (short, full) = ctx.cfg.validation, budgets(ctx.cfg)
+    lo, hi = lr_bounds(center, v)
+    dists = {"log2_lr": optuna.distributions.FloatDistribution(lo, hi),
+             "tokens": optuna.distributions.CategoricalDistribution([short, full]),
+             "seed": optuna.distributions.CategoricalDistribution(list(range(v.seeds)))}
+    done = _width_trials(width_study, ctx.plan.width)
+    for s in range(v.seeds):
+        for x in xs:
+            params = {"log2_lr": x, "tokens": full, "seed": s}
+            src = done.get((x, s))
+            if src is None:
+                study.enqueue_trial(params)
+            else:
+                study.add_trial(optuna.trial.create_trial(
+                    params=params, distributions=dists, state=src.state,
+                    value=src.value if src.state == TrialState.COMPLETE else None,
+                    user_attrs={**src.user_attrs, "stage": STAGE, "seconds": 0.0, "flops": 0.0,
+                                "tokens": 0, "copied_from_trial": src.number}))
+            study.enqueue_trial({"log2_lr": x, "tokens": short, "seed": s})
+
+
+def curves(study: optuna.Study, ts: tuple[int, int]) -> dict:
+    """The grid as plain curves: tokens -> [(log2 lr, [loss per seed; nan if diverged])]."""
+    by: dict = {}
+    for t in study.get_trials(deepcopy=False):
+        if t.state not in (TrialState.COMPLETE, TrialState.PRUNED):
+            continue
+        loss = t.value if t.state == TrialState.COMPLETE else math.nan
+        by.setdefault(t.params["tokens"], {}).setdefault(t.params["log2_lr"], []).append(loss)
+    return {d: sorted((x, ys) for x, ys in by.get(d, {}).items()) for d in ts}
+
+
+def _extend(ctx: Context, study: optuna.Study, width_study: optuna.Study, center: float
+            ) -> list[float] | None:
+    """As the width grid's `extend_grid`; None while other workers still have points."""
+    v = ctx.cfg.validation
+    lo, hi = lr_bounds(center, v)
+    with ctx.lock():
+        if any(t.state in (TrialState.WAITING, TrialState.RUNNING)
+               for t in study.get_trials(deepcopy=False)):
+            return None
+        new = extend_points(curves(study, budgets(ctx.cfg)), step=v.step_log2, lo=lo, hi=hi)
+        _queue(ctx, study, width_study, new, center)
+    return new
+
+
+def run_horizon_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optuna.Study:
+    """Train this worker's share of the horizon grid, extending it until both budgets' optima
+    are bracketed or `validation.max_extend` is reached."""
+    v = ctx.cfg.validation
+    center = round(math.log2(hp["lr"]), 6)
+    lo, hi = lr_bounds(center, v)
+    short, full = budgets(ctx.cfg)
+    study = open_horizon_study(ctx)
+    with ctx.lock():
+        if not study.get_trials(deepcopy=False):
+            _queue(ctx, study, width_study, grid(center, v.points, v.step_log2), center)
+    contexts = {short: at_tokens(ctx, short), full: ctx}
+    ctx.progress.stage_start(STAGE, n_finished(study), len(study.get_trials(deepcopy=False)))
+    while True:
+        for trial in work(ctx, study, None):
+            x = trial.suggest_float("log2_lr", lo, hi)
+            n = trial.suggest_categorical("tokens", [short, full])
+            seed = trial.suggest_categorical("seed", list(range(v.seeds)))
+            run_one(contexts[n], study, trial, dict(hp, lr=2.0 ** x), width=ctx.plan.width,
+                    seed=validation_seed(ctx.cfg.proxy.seed, seed), stage=STAGE, prune=False)
+            ctx.progress.update(n_finished(study), None)
+        new = _extend(ctx, study, width_study, center)
+        if new is None:
+            continue
+        if not new:
+            break
+        ctx.progress.line(f"{STAGE}: optimum at the grid's edge; extending to log2 lr "
+                          f"{', '.join(f'{x:.2f}' for x in new)}")
+    ctx.progress.stage_end()
+    return study
+
+
+def judge_horizon(curves_: dict, tuned_log2: float, v) -> Verdict:
+    """The shared-curvature fit of the two budgets' curves (keys: token counts)."""
+    limits = dataclasses.replace(limits_from(v), axis="tokens", target_width=None)
+    return judge(curves_, None, tuned_log2, limits, None)
+
+
+def measure(verdict: Verdict, *, rule: str = "bjorck", beta: float = scaling.BJORCK_BETA,
+            max_ci: float = DEFAULT_MAX_CI) -> dict:
+    """The measured exponent of η* ∝ D^e, its interval, the rule's over the same range, and
+    which of the two the emitted lr uses (`used`: measured | rule)."""
+    short, full = verdict.widths
+    octaves = math.log2(full / short)
+    e = verdict.drift_log2 / octaves
+    lo, hi = (d / octaves for d in verdict.drift_ci)
+    rule_e, rule_label = scaling.horizon_exponent(rule, beta)
+    snr, min_snr = verdict.curvature_snr, verdict.min_curvature_snr
+    why = []
+    if not all(verdict.bracketed.values()):
+        why.append("an optimum is at the grid's edge (not bracketed)")
+    if not (math.isfinite(e) and math.isfinite(lo) and math.isfinite(hi)):
+        why.append("no finite fit")
+    elif not hi - lo <= max_ci:
+        why.append(f"exponent interval {hi - lo:.2f} wide, over {max_ci:g}")
+    if not snr >= min_snr:
+        why.append(f"curvature S/N {snr:.1f} under {min_snr:g}")
+    tight = not why
+    return {"tokens": [short, full], "ratio": full / short, "octaves": octaves,
+            "exponent": e, "exponent_ci": [lo, hi], "confidence": verdict.confidence,
+            "drift_log2": verdict.drift_log2, "drift_ci": list(verdict.drift_ci),
+            "optima_log2": {str(k): x for k, x in verdict.best_log2_lr.items()},
+            "curvature_snr": snr, "min_curvature_snr": min_snr, "max_ci": max_ci,
+            "rule": rule_label, "rule_exponent": rule_e, "rule_drift_log2": rule_e * octaves,
+            "tight": tight, "used": "measured" if tight else "rule",
+            "reasons": why,
+            "criterion": f"tight: both optima bracketed, curvature S/N ≥ {min_snr:g} and the "
+                         f"exponent's {verdict.confidence:.0%} interval ≤ {max_ci:g} wide"}
+
+
+def validate_horizon(ctx: Context, hp: dict, width_study: optuna.Study, plots: Path
+                     ) -> tuple[Verdict, dict]:
+    """The horizon grid (resumed: already trained when every worker ran it), its fit, the
+    measured exponent against the configured rule's, and its plot."""
+    v = ctx.cfg.validation
+    study = run_horizon_grid(ctx, hp, width_study)
+    verdict = judge_horizon(curves(study, budgets(ctx.cfg)),
+                            round(math.log2(float(hp["lr"])), 6), v)
+    s = ctx.cfg.get("scaling") or {}
+    result = measure(verdict, rule=s.get("horizon_rule", "bjorck"),
+                     beta=float(s.get("horizon_beta", scaling.BJORCK_BETA)),
+                     max_ci=float(v.get("horizon_max_ci") or DEFAULT_MAX_CI))
+    plot_transfer(verdict, plots / "lr_horizon.png", label="tokens")
+    return verdict, result
+
+
+def line(h: dict) -> str:
+    """The horizon check in one printed line."""
+    lo, hi = h["exponent_ci"]
+    short, full = h["tokens"]
+    used = ("measured" if h["used"] == "measured"
+            else f"the rule ({'; '.join(h['reasons'])})")
+    return (f"   horizon check: lr ∝ D^{h['exponent']:+.2f} [{lo:+.2f}, {hi:+.2f}] measured "
+            f"over {short}→{full} tokens (curvature S/N {h['curvature_snr']:.1f}) vs rule "
+            f"{h['rule_exponent']:+.2f} ({h['rule']}); the emitted lr uses {used}")
