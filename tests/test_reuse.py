@@ -11,6 +11,7 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
+from transfer import stages
 from transfer.archive import Archive
 from transfer.config import register_configs
 from transfer.stages import BudgetStop
@@ -51,25 +52,38 @@ def archived(tmp_path_factory):
     return root, code, time.perf_counter() - t, _winners(root / "a")
 
 
-def test_identical_run_is_5x_faster_with_identical_winners(archived):
-    root, first, first_s, winners = archived
+@pytest.fixture
+def trainings(monkeypatch) -> list:
+    """Every proxy training started during the test (trials, probes, the validation grid)."""
+    calls = []
+    real = stages.run_training
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("width"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stages, "run_training", counted)
+    return calls
+
+
+def test_identical_run_trains_nothing_and_has_identical_winners(archived, trainings):
+    """The speed-up itself (12-16× at this size) is a timing, measured in benchmarks; here:
+    the re-run trains nothing at all."""
+    root, first, _, winners = archived
     (root / "a" / "target.yaml").unlink()  # must be written again, identically
-    t = time.perf_counter()
     second = sweep(_cfg(root, "name=a"))
-    second_s = time.perf_counter() - t
-    assert first == second and first in (0, 3)
-    assert first_s / second_s >= 5, f"first {first_s:.1f}s, second {second_s:.1f}s"
+    assert first == second and first in (3, 4)
+    assert trainings == []
     assert _winners(root / "a") == winners
     assert len(_trials(root / "a", "a", "00-lr")) == 3  # nothing re-run
 
 
-def test_other_target_same_proxies_reemits_without_training(archived):
-    root, _, first_s, winners = archived
-    t = time.perf_counter()
+def test_other_target_same_proxies_reemits_without_training(archived, trainings):
+    root, _, _, winners = archived
     # The proxies are derived from the target; pinning tiny's proxy shape makes them identical.
     same_proxies = ["proxy.ffn_ratio=4.0", "proxy.tied_embeddings=false", "proxy.kv_group=2"]
-    assert sweep(_cfg(root, "name=for7b", "model=7b", *same_proxies)) in (0, 3)
-    reemit_s = time.perf_counter() - t
+    assert sweep(_cfg(root, "name=for7b", "model=7b", *same_proxies)) in (3, 4)
+    assert trainings == []
     runs = Archive(root).runs().set_index("name")
     assert runs.loc["a", "fingerprint"] == runs.loc["for7b", "fingerprint"]
     assert _winners(root / "for7b") == winners
@@ -78,11 +92,10 @@ def test_other_target_same_proxies_reemits_without_training(archived):
     assert old == new
     target = yaml.safe_load((root / "for7b" / "target.yaml").read_text())
     assert target["model"]["d_model"] == 4096  # emitted for the new target
-    assert first_s / reemit_s >= 5, f"first {first_s:.1f}s, re-emit {reemit_s:.1f}s"
 
 
 def test_reuse_off_trains_again(tmp_path):
-    assert sweep(_cfg(tmp_path, "name=x")) in (0, 3)
+    assert sweep(_cfg(tmp_path, "name=x")) in (3, 4)
     assert sweep(_cfg(tmp_path, "name=y", "reuse=off", "validation.enabled=false")) == 0
     old = _trials(tmp_path / "x", "x", "00-lr")
     new = _trials(tmp_path / "y", "y", "00-lr")
@@ -108,7 +121,7 @@ def test_partial_match_warm_starts(tmp_path, monkeypatch):
                 if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(archived) == 2
     resumed_at = time.time()
-    assert sweep(_cfg(tmp_path, "name=warm")) in (0, 3)
+    assert sweep(_cfg(tmp_path, "name=warm")) in (3, 4)
     trials = _trials(tmp_path / "warm", "warm", "00-lr")
     finished = [t for t in trials if t.state.is_finished()]
     assert len(finished) == 3  # the stage's count, archived trials included
@@ -124,5 +137,5 @@ def test_archived_config_is_data_not_code(archived):
     cfg["proxy"]["builder"] = {"_target_": "os.system", "command": f"touch {marker}"}
     cfg_file.write_text(yaml.safe_dump(cfg))
     # same fingerprint as the archived run → reuse reads that run; nothing in it may execute
-    assert sweep(_cfg(root, "name=again")) in (0, 3)
+    assert sweep(_cfg(root, "name=again")) in (3, 4)
     assert not marker.exists()
