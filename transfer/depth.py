@@ -23,7 +23,15 @@ from optuna.trial import TrialState
 from transfer.coord import depth_coord_check, plot_coord
 from transfer.family import MODEL_HPARAMS
 from transfer.stages import Context, n_finished, run_one, work
-from transfer.validator import limits_from, lr_bounds, plot_transfer, validation_seed
+from transfer.validator import (
+    curves_from,
+    finished_at_width,
+    limits_from,
+    lr_bounds,
+    open_grid_study,
+    plot_transfer,
+    validation_seed,
+)
 from transfer.verdict import Verdict, extend_points, grid, judge
 
 STAGE = "validation_depth"
@@ -47,20 +55,7 @@ def at_depth(ctx: Context, n_layers: int) -> Context:
 
 
 def open_depth_study(ctx: Context) -> optuna.Study:
-    return optuna.create_study(study_name=f"{ctx.run_name}:validation-depth",
-                               storage=ctx.storage,
-                               sampler=optuna.samplers.RandomSampler(seed=0),
-                               pruner=optuna.pruners.NopPruner(), direction="minimize",
-                               load_if_exists=True)
-
-
-def _width_trials(width_study: optuna.Study, width: int) -> dict:
-    """(log2 lr, seed index) → the width grid's finished trial at `width`."""
-    out = {}
-    for t in width_study.get_trials(deepcopy=False):
-        if t.state in (TrialState.COMPLETE, TrialState.PRUNED) and t.params["width"] == width:
-            out[(t.params["log2_lr"], t.params["seed"])] = t
-    return out
+    return open_grid_study(ctx, "validation-depth")
 
 
 def _queue(ctx: Context, study: optuna.Study, width_study: optuna.Study, xs: list[float],
@@ -72,7 +67,7 @@ def _queue(ctx: Context, study: optuna.Study, width_study: optuna.Study, xs: lis
     dists = {"log2_lr": optuna.distributions.FloatDistribution(lo, hi),
              "n_layers": optuna.distributions.CategoricalDistribution([l0, l1]),
              "seed": optuna.distributions.CategoricalDistribution(list(range(v.seeds)))}
-    done = _width_trials(width_study, ctx.plan.width)
+    done = finished_at_width(width_study, ctx.plan.width)
     for s in range(v.seeds):
         for x in xs:
             params = {"log2_lr": x, "n_layers": l0, "seed": s}
@@ -92,13 +87,7 @@ def _queue(ctx: Context, study: optuna.Study, width_study: optuna.Study, xs: lis
 
 def curves(study: optuna.Study, ds: tuple[int, int]) -> dict:
     """The grid as plain curves: depth -> [(log2 lr, [loss per seed; nan if diverged])]."""
-    by: dict = {}
-    for t in study.get_trials(deepcopy=False):
-        if t.state not in (TrialState.COMPLETE, TrialState.PRUNED):
-            continue
-        loss = t.value if t.state == TrialState.COMPLETE else math.nan
-        by.setdefault(t.params["n_layers"], {}).setdefault(t.params["log2_lr"], []).append(loss)
-    return {d: sorted((x, ys) for x, ys in by.get(d, {}).items()) for d in ds}
+    return curves_from(study, ds, axis="n_layers")
 
 
 def _extend(ctx: Context, study: optuna.Study, width_study: optuna.Study, center: float

@@ -33,7 +33,15 @@ from optuna.trial import TrialState
 
 from transfer import scaling
 from transfer.stages import Context, n_finished, run_one, work
-from transfer.validator import limits_from, lr_bounds, plot_transfer, validation_seed
+from transfer.validator import (
+    curves_from,
+    finished_at_width,
+    limits_from,
+    lr_bounds,
+    open_grid_study,
+    plot_transfer,
+    validation_seed,
+)
 from transfer.verdict import Verdict, extend_points, grid, judge
 
 STAGE = "validation_horizon"
@@ -59,20 +67,7 @@ def at_tokens(ctx: Context, tokens: int) -> Context:
 
 
 def open_horizon_study(ctx: Context) -> optuna.Study:
-    return optuna.create_study(study_name=f"{ctx.run_name}:validation-horizon",
-                               storage=ctx.storage,
-                               sampler=optuna.samplers.RandomSampler(seed=0),
-                               pruner=optuna.pruners.NopPruner(), direction="minimize",
-                               load_if_exists=True)
-
-
-def _width_trials(width_study: optuna.Study, width: int) -> dict:
-    """(log2 lr, seed index) → the width grid's finished trial at `width` (full budget)."""
-    out = {}
-    for t in width_study.get_trials(deepcopy=False):
-        if t.state in (TrialState.COMPLETE, TrialState.PRUNED) and t.params["width"] == width:
-            out[(t.params["log2_lr"], t.params["seed"])] = t
-    return out
+    return open_grid_study(ctx, "validation-horizon")
 
 
 def _queue(ctx: Context, study: optuna.Study, width_study: optuna.Study, xs: list[float],
@@ -84,7 +79,7 @@ def _queue(ctx: Context, study: optuna.Study, width_study: optuna.Study, xs: lis
     dists = {"log2_lr": optuna.distributions.FloatDistribution(lo, hi),
              "tokens": optuna.distributions.CategoricalDistribution([short, full]),
              "seed": optuna.distributions.CategoricalDistribution(list(range(v.seeds)))}
-    done = _width_trials(width_study, ctx.plan.width)
+    done = finished_at_width(width_study, ctx.plan.width)
     for s in range(v.seeds):
         for x in xs:
             params = {"log2_lr": x, "tokens": full, "seed": s}
@@ -102,13 +97,7 @@ def _queue(ctx: Context, study: optuna.Study, width_study: optuna.Study, xs: lis
 
 def curves(study: optuna.Study, ts: tuple[int, int]) -> dict:
     """The grid as plain curves: tokens -> [(log2 lr, [loss per seed; nan if diverged])]."""
-    by: dict = {}
-    for t in study.get_trials(deepcopy=False):
-        if t.state not in (TrialState.COMPLETE, TrialState.PRUNED):
-            continue
-        loss = t.value if t.state == TrialState.COMPLETE else math.nan
-        by.setdefault(t.params["tokens"], {}).setdefault(t.params["log2_lr"], []).append(loss)
-    return {d: sorted((x, ys) for x, ys in by.get(d, {}).items()) for d in ts}
+    return curves_from(study, ts, axis="tokens")
 
 
 def _extend(ctx: Context, study: optuna.Study, width_study: optuna.Study, center: float

@@ -41,11 +41,23 @@ def lr_bounds(center: float, v) -> tuple[float, float]:
     return round(center - half, 6), round(center + half, 6)
 
 
-def open_validation_study(ctx: Context) -> optuna.Study:
-    return optuna.create_study(study_name=f"{ctx.run_name}:validation", storage=ctx.storage,
+def open_grid_study(ctx: Context, stage: str = "validation") -> optuna.Study:
+    """A validation grid's study (`<run>:<stage>`): queued points only, never pruned."""
+    return optuna.create_study(study_name=f"{ctx.run_name}:{stage}", storage=ctx.storage,
                                sampler=optuna.samplers.RandomSampler(seed=0),
                                pruner=optuna.pruners.NopPruner(), direction="minimize",
                                load_if_exists=True)
+
+
+def open_validation_study(ctx: Context) -> optuna.Study:
+    return open_grid_study(ctx)
+
+
+def finished_at_width(study: optuna.Study, width: int) -> dict:
+    """(log2 lr, seed index) → the width grid's finished trial at `width`: the points another
+    grid copies instead of training again (training is deterministic)."""
+    return {(t.params["log2_lr"], t.params["seed"]): t for t in study.get_trials(deepcopy=False)
+            if t.state in (TrialState.COMPLETE, TrialState.PRUNED) and t.params["width"] == width}
 
 
 def _enqueue(study: optuna.Study, widths: list[int], seeds: int, xs: list[float]) -> None:
@@ -114,15 +126,16 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
     return study
 
 
-def curves_from(study: optuna.Study, widths: list[int]) -> dict:
-    """The grid as plain curves: width -> [(log2 lr, [loss per seed; nan if diverged])]."""
+def curves_from(study: optuna.Study, keys, axis: str = "width") -> dict:
+    """The grid as plain curves: key (the `axis` parameter: width, n_layers or tokens) ->
+    [(log2 lr, [loss per seed; nan if diverged])]."""
     by: dict = {}
     for t in study.get_trials(deepcopy=False):
         if t.state not in (TrialState.COMPLETE, TrialState.PRUNED):
             continue
         loss = t.value if t.state == TrialState.COMPLETE else math.nan
-        by.setdefault(t.params["width"], {}).setdefault(t.params["log2_lr"], []).append(loss)
-    return {w: sorted((x, ys) for x, ys in by.get(w, {}).items()) for w in widths}
+        by.setdefault(t.params[axis], {}).setdefault(t.params["log2_lr"], []).append(loss)
+    return {k: sorted((x, ys) for x, ys in by.get(k, {}).items()) for k in keys}
 
 
 def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
