@@ -54,7 +54,9 @@ SMOKE = {"d_model": 128, "n_layers": 2, "d_head": 8, "kv_group": 2, "ffn_ratio":
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", required=True, help="folder for the sweeps, runs.json, summary.json")
+    p.add_argument("--out", required=True,
+                   help="folder for the sweeps, results_<parametrization>.json (a rerun with the "
+                        "same runs, sizes, offsets and seeds reuses them), summary.json")
     p.add_argument("--smoke", action="store_true", help="tiny sizes: checks the plumbing only")
     p.add_argument("--run-mup", type=Path, help="archived μP run folder to reuse (no sweep)")
     p.add_argument("--run-sp", type=Path, help="archived SP run folder to reuse (no sweep)")
@@ -261,6 +263,14 @@ def main(argv=None) -> int:
     results = {}
     for param in args.parametrizations:
         run_dir = tune(args, param)
+        saved = out / f"results_{param}.json"  # one per parametrization: a rerun resumes
+        if saved.exists():
+            prev = json.loads(saved.read_text())
+            if (prev["run_dir"], prev["offsets"], prev["seeds"], prev["size"]) == (
+                    str(run_dir), args.offsets, args.seeds, args.size):
+                print(f"[{param}] reusing {saved}", flush=True)
+                results[param] = prev
+                continue
         target = transferred(apply.load_target(run_dir))
         r = recipe(run_dir, args)
         t = time.perf_counter()
@@ -273,6 +283,8 @@ def main(argv=None) -> int:
                           "validated": target["provenance"]["validated"],
                           "summary": summarise(args.offsets, losses, args.bootstrap),
                           "seconds": time.perf_counter() - t}
+        saved.write_text(json.dumps({**results[param], "offsets": args.offsets,
+                                     "seeds": args.seeds, "size": args.size}, indent=2))
         print(f"[{param}] target trained at {len(args.offsets)} lrs × {args.seeds} seeds in "
               f"{results[param]['seconds']:.0f} s", flush=True)
     (out / "summary.json").write_text(json.dumps({"size": args.size, "offsets": args.offsets,
