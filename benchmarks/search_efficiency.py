@@ -32,7 +32,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import optuna
 import torch
 from hydra import compose, initialize_config_dir
@@ -43,7 +42,14 @@ from optuna.trial import TrialState
 from transfer.config import register_configs
 from transfer.errors import UserError
 from transfer.run import prepare, run_sweep
-from transfer.stages import PROBE_STEPS, Context, default_hparams, run_training, stage_space
+from transfer.search import (
+    PROBE_STEPS,
+    Context,
+    default_hparams,
+    grid_points,
+    run_training,
+    stage_space,
+)
 from transfer.sweep import CONF_DIR
 
 GOAL = 0.30
@@ -104,16 +110,7 @@ def compose_cfg(ovr: list[str]):
 # ---- the staged grid ----------------------------------------------------------------------
 def axis(p, args) -> list:
     """One parameter's grid points."""
-    if p.type == "categorical":
-        return list(p.choices)
-    if p.log:
-        n = math.ceil(round(math.log2(p.high / p.low) / args.lr_step_log2, 6)) + 1
-        pts = np.geomspace(p.low, p.high, n)
-    else:
-        pts = np.linspace(p.low, p.high, args.linear_points)
-    if p.type == "int":
-        return sorted({int(round(x)) for x in pts})
-    return [float(x) for x in pts]
+    return grid_points(p, step_log2=args.lr_step_log2, linear_points=args.linear_points)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from proxies import TransformerFamily
 from proxies.custom import CustomFamily
 from transfer import depth, rules
 from transfer.family import ProxyPlan
-from transfer.stages import Context
+from transfer.search import Context
 from transfer.verdict import REJECTED, Limits, grid, judge
 
 V = {"points": 3, "seeds": 2, "step_log2": 1.0, "max_extend": 1, "depth": None}

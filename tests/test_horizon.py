@@ -20,7 +20,7 @@ from proxies import TransformerFamily
 from transfer import horizon
 from transfer.emit import emit_target
 from transfer.family import ProxyPlan
-from transfer.stages import Context
+from transfer.search import Context
 from transfer.sweep import sweep
 from transfer.verdict import grid
 

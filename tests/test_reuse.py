@@ -11,10 +11,9 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
-from transfer import stages
 from transfer.archive import Archive
 from transfer.config import register_configs
-from transfer.stages import BudgetStop
+from transfer.search import BudgetStop, training, trial
 from transfer.storage import make_storage
 from transfer.sweep import sweep
 
@@ -56,13 +55,13 @@ def archived(tmp_path_factory):
 def trainings(monkeypatch) -> list:
     """Every proxy training started during the test (trials, probes, the validation grid)."""
     calls = []
-    real = stages.run_training
+    real = training.run_training
 
     def counted(*args, **kwargs):
         calls.append(kwargs.get("width"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(stages, "run_training", counted)
+    monkeypatch.setattr(training, "run_training", counted)
     return calls
 
 
@@ -103,10 +102,8 @@ def test_reuse_off_trains_again(tmp_path):
 
 
 def test_partial_match_warm_starts(tmp_path, monkeypatch):
-    import transfer.stages as stages
-
     calls = {"n": 0}
-    real = stages.check_cap
+    real = trial.enforce_cap
 
     def stop_after_two(ctx):
         calls["n"] += 1
@@ -114,9 +111,9 @@ def test_partial_match_warm_starts(tmp_path, monkeypatch):
             raise BudgetStop("stopped: test cap")
         real(ctx)
 
-    monkeypatch.setattr(stages, "check_cap", stop_after_two)
+    monkeypatch.setattr(trial, "enforce_cap", stop_after_two)
     assert sweep(_cfg(tmp_path, "name=part")) == 2
-    monkeypatch.setattr(stages, "check_cap", real)
+    monkeypatch.setattr(trial, "enforce_cap", real)
     archived = [t for t in _trials(tmp_path / "part", "part", "00-lr")
                 if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(archived) == 2

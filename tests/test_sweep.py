@@ -37,7 +37,7 @@ from optuna.trial import TrialState
 
 from transfer.config import TUNABLE
 from transfer.errors import EXIT_OK, EXIT_USER_ERROR, verdict_exit_code
-from transfer.stages import default_hparams
+from transfer.search import default_hparams, study_name, training
 from transfer.storage import OWNER_ATTR, this_process
 from transfer.sweep import sweep
 
@@ -406,14 +406,12 @@ def _on_worker_trial(monkeypatch, action=None) -> list:
     """Hold this process's first training until the spawned worker trains a first-stage trial
     (a spawned process needs seconds to import; alone, this process could finish first), then
     call `action(trial)` on it. The worker itself trains unpatched. Returns the seen trials."""
-    import transfer.stages as stages
-
-    real, me, seen = stages.run_training, this_process(), []
+    real, me, seen = training.run_training, this_process(), []
 
     def gated(ctx, *args, **kwargs):
         deadline = time.monotonic() + 180
         while not seen and time.monotonic() < deadline:
-            study = optuna.load_study(study_name=stages.study_name(ctx.run_name, 0, "lr"),
+            study = optuna.load_study(study_name=study_name(ctx.run_name, 0, "lr"),
                                       storage=ctx.storage)
             theirs = [t for t in study.get_trials() if t.state == TrialState.RUNNING
                       and t.params and t.user_attrs.get(OWNER_ATTR, me) != me]
@@ -425,7 +423,7 @@ def _on_worker_trial(monkeypatch, action=None) -> list:
             time.sleep(0.2)
         return real(ctx, *args, **kwargs)
 
-    monkeypatch.setattr(stages, "run_training", gated)
+    monkeypatch.setattr(training, "run_training", gated)
     return seen
 
 

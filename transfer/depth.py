@@ -22,7 +22,7 @@ from optuna.trial import TrialState
 
 from transfer.coord import depth_coord_check, plot_coord
 from transfer.family import MODEL_HPARAMS
-from transfer.stages import Context, n_finished, run_one, work
+from transfer.search import Context, n_finished, run_one, work
 from transfer.validator import (
     curves_from,
     finished_at_width,

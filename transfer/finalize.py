@@ -22,7 +22,7 @@ from transfer import depth, horizon
 from transfer.emit import emit_target
 from transfer.errors import EXIT_OK, EXIT_REJECTED, verdict_exit_code
 from transfer.report import render_report
-from transfer.stages import (
+from transfer.search import (
     FINISHED,
     Context,
     default_hparams,

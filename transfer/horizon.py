@@ -32,7 +32,7 @@ from omegaconf import OmegaConf
 from optuna.trial import TrialState
 
 from transfer import scaling
-from transfer.stages import Context, n_finished, run_one, work
+from transfer.search import Context, n_finished, run_one, work
 from transfer.validator import (
     curves_from,
     finished_at_width,

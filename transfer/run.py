@@ -6,7 +6,6 @@ that can be wrong with the input is checked before the archive is touched.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import sys
 import time
@@ -14,17 +13,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import optuna
+import torch
 from omegaconf import DictConfig, OmegaConf
 
+from transfer import depth
 from transfer.archive import Archive, code_version, fingerprint, library_versions
 from transfer.config import check_config
 from transfer.data import load_corpus
 from transfer.errors import UserError
 from transfer.family import ProxyPlan, instantiate_family, plan_proxies
+from transfer.finalize import finalize, predict_and_check_cap, reuse_archived, write_partial
 from transfer.locks import run_lock
 from transfer.progress import Progress
-from transfer.stages import BudgetStop, Context, run_stages
+from transfer.search import BudgetStop, Context, run_stages, start_workers
 from transfer.storage import make_storage
+from transfer.validator import run_grid
 
 
 @dataclass
@@ -89,49 +92,25 @@ def spent(ctx: Context, started: float) -> tuple[float, float]:
     return time.time() - started, seconds / 3600
 
 
-def _worker_main(cfg_container: dict, worker: int) -> None:
-    """A worker process on the same machine: same stages, same studies, no finalisation."""
-    import torch
-
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // cfg_container["workers"]))
+def _worker_job(cfg_container: dict, worker: int) -> None:
+    """What a local worker process runs (`start_workers`): the same stages and grids on the
+    same studies, no finalisation."""
     cfg = OmegaConf.create(cfg_container)
     prep = prepare(cfg)
     storage = make_storage(cfg.storage, run_dir=prep.archive.run_dir(prep.name))
     ctx = make_context(prep, storage, worker=worker)
     try:
         hp = run_stages(ctx)
-        from transfer.validator import run_grid
-
         if cfg.validation.enabled:
             study = run_grid(ctx, hp)
-            from transfer import depth
-
             if depth.enabled(cfg):
                 depth.run_depth_grid(ctx, hp, study)
     except UserError as e:
         print(f"worker {worker}: {e}", file=sys.stderr)
 
 
-def start_workers(cfg: DictConfig) -> list[mp.Process]:
-    if cfg.workers <= 1:
-        return []
-    import torch
-
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // cfg.workers))
-    container = OmegaConf.to_container(cfg, resolve=True)
-    spawn = mp.get_context("spawn")
-    first = cfg.worker * cfg.workers  # distinct sampler seeds across launches and processes
-    procs = [spawn.Process(target=_worker_main, args=(container, first + i), daemon=False)
-             for i in range(1, cfg.workers)]
-    for p in procs:
-        p.start()
-    return procs
-
-
 def run_sweep(cfg: DictConfig) -> int:
     """The whole job; returns the exit code (0 validated, 3 rejected). Raises UserError."""
-    from transfer.finalize import finalize, predict_and_check_cap, reuse_archived, write_partial
-
     started = time.time()
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # our progress lines replace its logs
     prep = prepare(cfg)
@@ -151,7 +130,9 @@ def run_sweep(cfg: DictConfig) -> int:
     ctx = make_context(prep, storage, worker=cfg.worker * cfg.workers)
     if reused:
         ctx.progress.line(reused)
-    procs = start_workers(cfg)
+    procs, threads = start_workers(cfg, _worker_job)
+    if threads is not None:  # this process trains too: one share of the cores, like each worker
+        torch.set_num_threads(threads)
     try:
         hp = run_stages(ctx)
         code = finalize(prep, ctx, hp, started=started)

@@ -24,6 +24,7 @@ from transfer.audit import AuditFailed, audit, check_signature, probe_output, re
 from transfer.config import ProxyConf, check_config, register_configs
 from transfer.errors import UserError, exit_code, verdict_exit_code
 from transfer.family import MODEL_HPARAMS, ProxyPlan
+from transfer.search import default_hparams, open_study, run_stages, seed_incumbent, stage_space
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 # The family wrapping a user's builder. Named, not imported: `transfer` reaches proxy families
@@ -162,7 +163,6 @@ def validate(cfg: DictConfig, *, build: Callable | None = None) -> int:
     from transfer.archive import code_version
     from transfer.finalize import mark_finalized, trials_frame, validate_transfer, verdict_lines
     from transfer.run import make_context
-    from transfer.stages import default_hparams, open_study, run_stages, seed_incumbent, stage_space
     from transfer.storage import make_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # our progress lines replace its logs

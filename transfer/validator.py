@@ -16,7 +16,7 @@ import optuna
 from optuna.trial import TrialState
 
 from transfer.coord import coord_check, plot_coord
-from transfer.stages import Context, n_finished, run_one, work
+from transfer.search import Context, n_finished, run_one, work
 from transfer.verdict import Limits, Verdict, extend_points, grid, judge
 
 

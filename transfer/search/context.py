@@ -1,0 +1,32 @@
+"""The run context every stage and worker carries, and the stop raised at the spending cap."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from transfer.errors import UserError
+from transfer.family import ProxyPlan
+from transfer.progress import Progress
+
+
+class BudgetStop(UserError):
+    """The run crossed its spending cap; everything finished so far is kept."""
+
+
+@dataclass
+class Context:
+    """Everything a worker needs; plain values plus the storage and the lock."""
+
+    cfg: Any  # resolved DictConfig
+    plan: ProxyPlan
+    corpus: Any
+    storage: Any
+    lock: Callable
+    run_name: str
+    device: str = "auto"
+    progress: Progress = field(default_factory=lambda: Progress("off"))
+    worker: int = 0
+    spent: Callable[[], tuple[float, float]] | None = None  # (seconds, flops) so far, all workers
+    _probe: dict = field(default_factory=dict)  # (width, batch size) -> timings, see probe.py

@@ -1,0 +1,142 @@
+"""Staged sweeps on the smallest proxy: one study per stage, winners frozen in order.
+
+Stage k searches its own space with every other hyperparameter frozen at the defaults
+overwritten by the winners of stages 0..k-1. A stage opens with what is already known (the
+incumbent's result, copied in) so it can only improve and never repeats work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import optuna
+from optuna.trial import TrialState
+
+from transfer.errors import UserError
+from transfer.search.context import Context
+from transfer.search.space import (
+    choices,
+    default_hparams,
+    distribution,
+    in_space,
+    stage_space,
+    suggest,
+)
+from transfer.search.studies import best_trial, n_finished, open_study
+from transfer.search.trial import run_one, work
+
+
+@dataclass
+class StageSummary:
+    name: str
+    trials: int
+    complete: int
+    pruned: int
+    failed: int
+    best_value: float | None
+    best_params: dict
+    seconds: float
+    flops: float
+    predicted_seconds: float  # for the completed trials, predicted from the probe before each
+    measured_seconds: float  # the same trials, measured
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def frozen_before(ctx: Context, upto: int) -> dict:
+    """Defaults overwritten by the winners of stages 0..upto-1, in order."""
+    hp = default_hparams(ctx.cfg)
+    for i, name in enumerate(ctx.cfg.stages.order[:upto]):
+        best = best_trial(open_study(ctx, i, name))
+        if best is None or not best.params:
+            raise UserError(f"stage {name!r} has no completed trial (all diverged or were pruned); "
+                            f"lower or widen stages.stage.{name}.params and re-run")
+        hp.update(best.params)
+    return hp
+
+
+def seed_incumbent(ctx: Context, study: optuna.Study, space: dict, hp: dict) -> None:
+    """Queue the values frozen so far as a new study's first trial (to be trained)."""
+    with ctx.lock():
+        if study.get_trials(deepcopy=False):
+            return
+        incumbent = {k: hp[k] for k in space if in_space(hp[k], space[k])}
+        if len(incumbent) == len(space):
+            study.enqueue_trial(incumbent, user_attrs={"incumbent": True})
+
+
+def seed_stage(ctx: Context, study: optuna.Study, space: dict, hp: dict,
+               previous: optuna.trial.FrozenTrial | None, trials: int, stage: str) -> None:
+    """Open a stage with what is already known, so it can only improve and never repeats work.
+
+    The incumbent (the values frozen so far) was trained by the previous stage's best trial at
+    the same width, seed and tokens; training is deterministic, so its result is copied in as
+    this stage's first trial instead of being trained again. A stage over one categorical
+    parameter (batch size) is not sampled at all: its other choices are queued nearest to the
+    incumbent first, as many as the stage has trials, so no choice is ever trained twice.
+    """
+    with ctx.lock():
+        if study.get_trials(deepcopy=False):
+            return
+        incumbent = {k: hp[k] for k in space if in_space(hp[k], space[k])}
+        if previous is not None and len(incumbent) == len(space):
+            study.add_trial(optuna.trial.create_trial(
+                params=incumbent, distributions={k: distribution(space[k]) for k in space},
+                value=previous.value, intermediate_values=previous.intermediate_values,
+                user_attrs={**previous.user_attrs, "incumbent": True, "seconds": 0.0,
+                            "flops": 0.0, "tokens": 0, "predicted_seconds": 0.0,
+                            "stage": stage, "copied_from_trial": previous.number}))
+        if len(space) == 1:
+            name, p = next(iter(space.items()))
+            options = choices(p)
+            if options is not None:
+                here = options.index(incumbent[name]) if name in incumbent else 0
+                others = sorted((c for c in options if c != incumbent.get(name)),
+                                key=lambda c: (abs(options.index(c) - here), options.index(c)))
+                for choice in others[:trials - len(study.get_trials(deepcopy=False))]:
+                    study.enqueue_trial({name: choice})
+
+
+def run_stages(ctx: Context) -> dict:
+    """Work through every stage in order; returns the final frozen hyperparameters."""
+    cfg = ctx.cfg
+    for index, name in enumerate(cfg.stages.order):
+        hp = frozen_before(ctx, index)
+        study = open_study(ctx, index, name)
+        total = cfg.stages.stage[name].trials
+        space = stage_space(cfg, name, hp)
+        previous = best_trial(open_study(ctx, index - 1, cfg.stages.order[index - 1])) \
+            if index > 0 else None
+        seed_stage(ctx, study, space, hp, previous, total, name)
+        ctx.progress.stage_start(name, min(n_finished(study), total), total)
+        for trial in work(ctx, study, total):
+            trial_hp = dict(hp, **{k: suggest(trial, k, p) for k, p in space.items()})
+            run_one(ctx, study, trial, trial_hp, width=ctx.plan.width, seed=cfg.proxy.seed,
+                    stage=name)
+            best = best_trial(study)
+            ctx.progress.update(min(n_finished(study), total),
+                                None if best is None else best.value,
+                                {} if best is None else dict(best.params))
+        ctx.progress.stage_end()
+    return frozen_before(ctx, len(cfg.stages.order))
+
+
+def summarize(ctx: Context) -> list[StageSummary]:
+    out = []
+    for index, name in enumerate(ctx.cfg.stages.order):
+        study = open_study(ctx, index, name)
+        trials = study.get_trials(deepcopy=False)
+        complete = [t for t in trials if t.state == TrialState.COMPLETE]
+        best = best_trial(study)
+        out.append(StageSummary(
+            name=name, trials=ctx.cfg.stages.stage[name].trials, complete=len(complete),
+            pruned=sum(t.state == TrialState.PRUNED for t in trials),
+            failed=sum(t.state == TrialState.FAIL for t in trials),
+            best_value=None if best is None else best.value,
+            best_params={} if best is None else dict(best.params),
+            seconds=sum(t.user_attrs.get("seconds", 0.0) for t in trials),
+            flops=sum(t.user_attrs.get("flops", 0.0) for t in trials),
+            predicted_seconds=sum(t.user_attrs.get("predicted_seconds", 0.0) for t in complete),
+            measured_seconds=sum(t.user_attrs.get("seconds", 0.0) for t in complete)))
+    return out

@@ -1,0 +1,44 @@
+"""Local workers (`workers=N`): N-1 spawned processes on this machine, sharing its cores.
+
+Each runs the same stages on the same studies as the launching process (coordination is the
+studies' own, see trial.py). Starting them changes nothing in the calling process: it gets
+back the torch thread count to use and sets it itself.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+
+def threads_per_process(workers: int) -> int:
+    """Torch intra-op threads for each of `workers` processes training side by side."""
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
+def start_workers(cfg: DictConfig, main: Callable[[dict, int], None]
+                  ) -> tuple[list[mp.Process], int | None]:
+    """Spawn this launch's workers 1..N-1, each calling `main(resolved cfg as a dict, worker)`
+    (`main` must be a module-level function: spawn imports it by name). Returns the processes
+    and the thread count the caller should train with; None when `workers=1` (nothing to share).
+    """
+    if cfg.workers <= 1:
+        return [], None
+    container = OmegaConf.to_container(cfg, resolve=True)
+    spawn = mp.get_context("spawn")
+    first = cfg.worker * cfg.workers  # distinct sampler seeds across launches and processes
+    procs = [spawn.Process(target=_worker_main, args=(main, container, first + i), daemon=False)
+             for i in range(1, cfg.workers)]
+    for p in procs:
+        p.start()
+    return procs, threads_per_process(cfg.workers)
+
+
+def _worker_main(main: Callable[[dict, int], None], cfg_container: dict, worker: int) -> None:
+    """A spawned worker's entry point: its share of the cores, then `main`."""
+    torch.set_num_threads(threads_per_process(cfg_container["workers"]))  # this process's own
+    main(cfg_container, worker)
