@@ -33,8 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+from transfer.curves import extend_points, grid
 from transfer.validator import limits_from
-from transfer.verdict import Limits, extend_points, grid, judge
+from transfer.verdict import Limits, judge
 
 COORD_OK = {"passed": True, "max_abs_slope": 0.0}  # the lr verdict alone is measured here
 
@@ -101,14 +102,14 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
 def design_of(budget: str) -> tuple[dict, Limits]:
     from hydra import compose, initialize_config_dir
 
-    from transfer.config import register_configs
+    from transfer.config import register_configs, validation_width
 
     register_configs()
     conf = str(Path(__file__).resolve().parents[1] / "conf")
     with initialize_config_dir(config_dir=conf, version_base="1.3"):
         cfg = compose("config", overrides=[f"budget={budget}"])
     v, p = cfg.validation, cfg.proxy
-    design = {"widths": (p.width, p.validation_width or 4 * p.width), "points": v.points,
+    design = {"widths": (p.width, validation_width(p)), "points": v.points,
               "step": v.step_log2, "seeds": v.seeds, "max_extend": v.max_extend}
     return design, limits_from(v)
 

@@ -1,11 +1,12 @@
 """A width family from a user's `build(width) -> nn.Module`: the architecture a team brings.
 
 `CustomFamily` gives the trainer and the validator what they get from the built-in
-`TransformerFamily` — `.build(width, seed=, device=)`, `.replace(**hp)`, `.check_width`,
-`.flops_per_token`, `.seq_len`, `.vocab_size`, `.parametrization`, `.save_base_shapes` — and
-does the μP set-up itself: base shapes from `build(base_width)` and `build(delta_width)` (shapes
-only, on the meta device), set on every model it builds with `mup.set_base_shapes`, which also
-rescales MuReadout and biases from PyTorch's default (fan-in) init to μP's.
+`TransformerFamily` — every member of `transfer.protocol.ProxyFamily`: `.build(width, seed=,
+device=)`, `.replace(**hp)`, `.check_width`, `.flops_per_token`, `.seq_len`, `.parametrization`,
+`.save_base_shapes`, ... — and does the μP set-up itself: base shapes from `build(base_width)`
+and `build(delta_width)` (shapes only, on the meta device), set on every model it builds with
+`mup.set_base_shapes`, which also rescales MuReadout and biases from PyTorch's default (fan-in)
+init to μP's.
 
 The μP multipliers (input/output multiplier, init σ, attention scale) live in the user's model,
 so no stage may tune them here.
@@ -23,16 +24,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 from mup import MuReadout, make_base_shapes, save_base_shapes, set_base_shapes
 from torch import nn
 
+from proxies.source_hash import sources_sha256
 from transfer import rules
 from transfer.audit import construct, skeleton
 from transfer.errors import UserError
@@ -122,6 +122,20 @@ class CustomFamily:
         return None
 
     @property
+    def readout_zero_init(self) -> bool:
+        """Whether the model's readout starts at zero: every MuReadout of it was built with
+        `readout_zero_init=True` (mup then zeroes it); an SP model's readout is its own init."""
+        readouts = [m for m in self.skeleton(self.base_width).modules()
+                    if isinstance(m, MuReadout)]
+        return bool(readouts) and all(m.readout_zero_init for m in readouts)
+
+    @property
+    def zero_init_query(self) -> bool:
+        """False: this family never touches the attention query; the model's own init (as
+        `build_fn` wrote it) is what trains."""
+        return False
+
+    @property
     def parametrization(self) -> str:
         """"mup" when the model has a MuReadout (the trainer then uses MuAdamW), else "sp"."""
         if "parametrization" not in self._cache:
@@ -179,15 +193,7 @@ class CustomFamily:
         """
         objs = [getattr(self.build_fn, "func", self.build_fn)]  # unwrap functools.partial
         objs += [type(m) for m in self.skeleton(self.base_width).modules()]
-        files = set()
-        for obj in objs:
-            try:
-                files.add(inspect.getsourcefile(obj))
-            except TypeError:  # builtins have no source file
-                continue
-        # Per-file digests, sorted: the same code installed elsewhere hashes the same.
-        digests = sorted(hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files if f)
-        return hashlib.sha256("".join(digests).encode()).hexdigest()
+        return sources_sha256(objs)
 
     # ---- accounting -------------------------------------------------------------------
     def n_params(self, width: int) -> int:

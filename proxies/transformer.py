@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from mup import MuReadout, MuSharedReadout, make_base_shapes, save_base_shapes, set_base_shapes
 from torch import nn
 
+from proxies.source_hash import sources_sha256
 from transfer import params, rules
 
 NORMS = ("rmsnorm", "layernorm")
@@ -176,7 +177,8 @@ class Transformer(nn.Module):
 
 @dataclass(frozen=True)
 class TransformerFamily:
-    """A width-indexed family of decoder-only transformers sharing every other choice."""
+    """A width-indexed family of decoder-only transformers sharing every other choice: a
+    `transfer.protocol.ProxyFamily` that also classifies its own optimizer groups."""
 
     vocab_size: int = 256  # bytes: the default corpus is raw UTF-8/ASCII source text
     seq_len: int = 128  # long enough for code structure, short enough for 2 CPU cores
@@ -245,6 +247,13 @@ class TransformerFamily:
         return dataclasses.replace(self, **changes)
 
     @property
+    def depth_keywords(self) -> frozenset[str]:
+        """Both of the depth hook's keywords: `replace(n_layers=)` changes the depth, and every
+        residual branch is multiplied by `residual_mult` (as proxies/custom.py asks of a
+        builder)."""
+        return frozenset(("n_layers", "residual_mult"))
+
+    @property
     def depth_mult(self) -> float:
         return rules.depth_mult(self.n_layers, self.base_depth)
 
@@ -281,10 +290,14 @@ class TransformerFamily:
         with torch.device("meta"):
             return Transformer(self, width)
 
+    @property
+    def delta(self) -> int:
+        """The width the base shapes compare `base_width` with: twice it."""
+        return self.base_width * 2
+
     def base_shapes(self):
         """mup base shapes from the base model and a delta model twice as wide."""
-        delta = self.base_width * 2
-        return make_base_shapes(self._skeleton(self.base_width), self._skeleton(delta))
+        return make_base_shapes(self._skeleton(self.base_width), self._skeleton(self.delta))
 
     def save_base_shapes(self, path) -> None:
         """Write the base shapes as mup's readable YAML (`.bsh`)."""
@@ -322,6 +335,11 @@ class TransformerFamily:
                     p.fill_(1.0)
                 else:
                     p.copy_(torch.randn(p.shape, generator=gen) * std)
+
+    def source_hash(self) -> str:
+        """sha256 over the source files of this family and of every module class it builds."""
+        modules = self._skeleton(self.base_width).modules()
+        return sources_sha256([type(self), *(type(m) for m in modules)])
 
     # ---- accounting -------------------------------------------------------------------
     def n_params(self, width: int) -> int:

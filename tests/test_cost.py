@@ -153,17 +153,8 @@ def test_naive_fraction_out_of_range_is_refused():
                         dict(COST_CONF, naive_token_fraction=0.0), {"lr": 1})
 
 
-# ---- the drill -----------------------------------------------------------------------------
-def test_probe_pace_skips_warmup_steps():
-    steps = [5.0, 3.0] + [0.1] * 10
-    assert cost.seconds_per_step(steps, skip=2) == pytest.approx(0.1)
-    with pytest.raises(ValueError, match="skip"):
-        cost.seconds_per_step([0.1, 0.1], skip=2)
-
-
-def test_stage_prediction_and_error():
-    assert cost.predict_trial_seconds(0.05, 150, eval_overhead=2.5) == pytest.approx(10.0)
-    assert cost.predict_stage_seconds(0.05, 150, 8, eval_overhead=2.5) == pytest.approx(80.0)
+# ---- prediction against measurement -------------------------------------------------------
+def test_prediction_error():
     assert cost.prediction_error(88.0, 80.0) == pytest.approx(0.10)
     assert cost.prediction_error(None, 80.0) is None
 

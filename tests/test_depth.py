@@ -17,9 +17,10 @@ from torch import nn
 from proxies import TransformerFamily
 from proxies.custom import CustomFamily
 from transfer import depth, rules
+from transfer.curves import grid
 from transfer.family import ProxyPlan
 from transfer.search import Context
-from transfer.verdict import REJECTED, Limits, grid, judge
+from transfer.verdict import REJECTED, Limits, judge
 
 V = {"points": 3, "seeds": 2, "step_log2": 1.0, "max_extend": 1, "depth": None}
 

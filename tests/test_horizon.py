@@ -18,11 +18,11 @@ from optuna.trial import TrialState
 
 from proxies import TransformerFamily
 from transfer import horizon
+from transfer.curves import grid
 from transfer.emit import emit_target
 from transfer.family import ProxyPlan
 from transfer.search import Context
 from transfer.sweep import sweep
-from transfer.verdict import grid
 
 V = {"points": 3, "seeds": 2, "step_log2": 1.0, "max_extend": 1, "tolerance_log2": 0.5,
      "max_gap": 0.01, "min_seeds": 2, "min_points": 4, "min_curvature_snr": 3.0,

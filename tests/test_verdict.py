@@ -11,17 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from transfer.verdict import (
-    INCONCLUSIVE,
-    PASSED,
-    REJECTED,
-    Limits,
-    bracket,
-    extend_points,
-    grid,
-    joint_fit,
-    judge,
-)
+from transfer.curves import bracket, extend_points, grid
+from transfer.shared_curvature import joint_fit
+from transfer.verdict import INCONCLUSIVE, PASSED, REJECTED, Limits, judge
 
 XS = grid(-7.0, 7, 0.5)
 COORD_OK = {"passed": True, "max_abs_slope": 0.1}

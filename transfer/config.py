@@ -7,6 +7,7 @@ everything a type cannot (ranges, divisibility, ordering) and raises `UserError`
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,10 +15,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from transfer.errors import UserError
+from transfer.hparams import TUNABLE  # the stage spaces are checked against it
 
-# Hyperparameters a stage may search, and where each lives in the trial.
-TUNABLE = ("lr", "batch_size", "warmup_fraction", "output_mult", "input_mult", "init_std",
-           "attn_mult")
 PARAM_TYPES = ("float", "int", "categorical")
 
 
@@ -72,6 +71,14 @@ class ProxyConf:
     depth_alpha: float = 1.0
     base_depth: int | None = None  # None: the stages' n_layers (m_L = 1 where they tune)
     seed: int = 0
+
+
+def validation_width(proxy: Mapping[str, Any] | ProxyConf) -> int:
+    """The width the validator re-sweeps at: `proxy.validation_width`, or 4 × `proxy.width`
+    when that is None (ProxyConf's default). `proxy` is the config's proxy group: a DictConfig,
+    a plain dict or a ProxyConf."""
+    p = proxy if isinstance(proxy, Mapping) else vars(proxy)
+    return p.get("validation_width") or 4 * p["width"]
 
 
 @dataclass
@@ -266,7 +273,7 @@ def check_config(cfg: DictConfig | Config) -> None:
     c = cfg
     if c.proxy.parametrization not in ("mup", "sp"):
         _fail(f"proxy.parametrization={c.proxy.parametrization!r}; use mup or sp")
-    w, vw = c.proxy.width, c.proxy.validation_width or 4 * c.proxy.width
+    w, vw = c.proxy.width, validation_width(c.proxy)
     if w < 1:
         _fail(f"proxy.width must be >= 1, got {w}")
     if vw <= w:

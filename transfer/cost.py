@@ -181,29 +181,7 @@ def own_laws_baseline(model: Mapping | Any, hardware: Mapping | Any,
             "gpu_hours": hours, "usd": hours * float(as_dict(hardware)["price_per_gpu_hour"])}
 
 
-# ---- the "time 100 steps before committing" drill -----------------------------------------
-def seconds_per_step(step_seconds: list[float], skip: int = 5) -> float:
-    """Mean seconds per step of a timed probe, dropping the first `skip` (allocator, caches,
-    compilation) which a full trial amortises. The mean, not the median: occasional slow steps
-    happen in real trials too."""
-    kept = list(step_seconds)[skip:]
-    if not kept:
-        raise ValueError(f"probe has {len(step_seconds)} steps, need more than skip={skip}")
-    return sum(kept) / len(kept)
-
-
-def predict_trial_seconds(probe_seconds_per_step: float, steps_per_trial: int,
-                          eval_overhead: float = 0.0) -> float:
-    """One trial: its training steps at the probe's pace, plus evaluation and setup seconds."""
-    return probe_seconds_per_step * steps_per_trial + eval_overhead
-
-
-def predict_stage_seconds(probe_seconds_per_step: float, steps_per_trial: int, trials: int,
-                          eval_overhead: float = 0.0) -> float:
-    """A stage run to completion, trial after trial (pruning can only make it cheaper)."""
-    return trials * predict_trial_seconds(probe_seconds_per_step, steps_per_trial, eval_overhead)
-
-
+# ---- prediction against measurement ------------------------------------------------------
 def prediction_error(predicted: float | None, measured: float | None) -> float | None:
     """(predicted − measured) / measured; None when either is missing."""
     if predicted is None or measured is None or measured <= 0:

@@ -21,7 +21,8 @@ import optuna
 from optuna.trial import TrialState
 
 from transfer.coord import depth_coord_check, plot_coord
-from transfer.family import MODEL_HPARAMS
+from transfer.curves import extend_points, grid
+from transfer.hparams import MODEL_HPARAMS
 from transfer.search import Context, n_finished, run_one, work
 from transfer.validator import (
     curves_from,
@@ -32,7 +33,7 @@ from transfer.validator import (
     plot_transfer,
     validation_seed,
 )
-from transfer.verdict import Verdict, extend_points, grid, judge
+from transfer.verdict import Verdict, judge
 
 STAGE = "validation_depth"
 

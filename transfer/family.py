@@ -8,23 +8,23 @@ kept is listed in `notes` and ends up in the emitted config's `not_transferred`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from proxies.registry import size as proxy_size
+from transfer.config import validation_width as resolved_validation_width
 from transfer.errors import UserError
+from transfer.hparams import MODEL_HPARAMS
+from transfer.protocol import ProxyFamily, missing_members
 
-# Stage parameters that change the model (the rest change the training run).
-MODEL_HPARAMS = ("input_mult", "output_mult", "init_std", "attn_mult")
 # Depth-rule settings the sweep passes to the family (CompleteP's α and the base depth).
 DEPTH_HPARAMS = ("depth_alpha", "base_depth")
 
 
 @dataclass(frozen=True)
 class ProxyPlan:
-    family: Any  # .build(width, seed=), .replace(**hp), .flops_per_token(w), .seq_len, ...
+    family: ProxyFamily | None  # None until the data (and so the vocabulary) is known
     width: int  # where the stages run
     validation_width: int  # where the validator re-sweeps
     base_width: int
@@ -57,7 +57,7 @@ def plan_proxies(cfg: DictConfig) -> ProxyPlan:
     d_head = p.d_head or preset["d_head"]
     seq_len = p.seq_len or preset["seq_len"]
     width = p.width
-    validation_width = p.validation_width or 4 * width
+    validation_width = resolved_validation_width(p)
     base_width = p.base_width or width
     for name, w in (("proxy.width", width), ("proxy.validation_width", validation_width),
                     ("proxy.base_width", base_width)):
@@ -98,6 +98,10 @@ def instantiate_family(cfg: DictConfig, plan: ProxyPlan, vocab_size: int) -> Pro
         cause = e.__cause__ or e
         raise UserError(f"proxy.builder._target_={builder.get('_target_')!r} could not be built: "
                         f"{str(cause).splitlines()[0]}") from None
+    if missing := missing_members(family):
+        raise UserError(f"proxy.builder._target_={builder.get('_target_')!r} built a "
+                        f"{type(family).__name__}, which lacks {', '.join(missing)}: a proxy "
+                        "family implements every member of transfer.protocol.ProxyFamily")
     for name, w in (("proxy.width", plan.width), ("proxy.validation_width", plan.validation_width)):
         try:
             family.check_width(w, field=name)

@@ -21,6 +21,7 @@ from transfer import cost as costs
 from transfer import depth, horizon
 from transfer.emit import emit_target
 from transfer.errors import EXIT_OK, EXIT_REJECTED, verdict_exit_code
+from transfer.hparams import TUNABLE
 from transfer.report import render_report
 from transfer.search import (
     FINISHED,
@@ -209,8 +210,7 @@ def _measured(ctx: Context, trials: pd.DataFrame, coord_seconds: float) -> dict:
 
 
 def winners_for_emit(cfg, hp: dict, verdict: Verdict | None = None) -> dict:
-    w = {k: hp[k] for k in ("lr", "batch_size", "warmup_fraction", "input_mult", "output_mult",
-                            "init_std", "attn_mult")}
+    w = {k: hp[k] for k in TUNABLE}
     w.update({k: cfg.train[k] for k in TRAIN_DEFAULT_KEYS})
     if emitted_log2_lr(verdict) is not None:
         w["lr"] = 2.0 ** emitted_log2_lr(verdict)
@@ -245,13 +245,12 @@ def lr_provenance(hp: dict, verdict: Verdict | None) -> dict:
     return d
 
 
-def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: str | None = None
-             ) -> int:
+def finalize(prep, ctx: Context, hp: dict, *, started: float) -> int:
     """Validate (this worker's share), then — once per run — write every result file."""
     cfg, archive, name = prep.cfg, prep.archive, prep.name
     verdict = depth_verdict = horizon_verdict = horizon_result = None
     coord_seconds = 0.0
-    if cfg.validation.enabled and not stopped_by_cap:
+    if cfg.validation.enabled:
         study, verdict, coord_seconds = validate_transfer(ctx, hp, archive.run_dir(name) / "plots",
                                                           target_width=int(cfg.model.d_model))
         if verdict is None:
@@ -272,14 +271,13 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
         OmegaConf.to_container(cfg.hardware, resolve=True),
         OmegaConf.to_container(cfg.cost, resolve=True),
         measured=_measured(ctx, trials, coord_seconds),
-        stages=[s.to_dict() for s in summaries], stopped_by_cap=bool(stopped_by_cap),
-        cap_note=stopped_by_cap, validated=validated)
+        stages=[s.to_dict() for s in summaries], validated=validated)
     c["wall_seconds"] = time.time() - started
     created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     extra = [{"name": "proxy_shape", "value": None, "reason": n} for n in prep.plan.notes]
     if verdict is None:
         extra.append({"name": "validation", "value": None,
-                      "reason": stopped_by_cap or "validation.enabled=false: nothing was checked"})
+                      "reason": "validation.enabled=false: nothing was checked"})
     target = emit_target(
         OmegaConf.to_container(cfg.model, resolve=True), base_width=prep.plan.base_width,
         winners=winners, proxy=_proxy_block(prep),
@@ -304,8 +302,7 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
     if horizon_verdict is not None:
         archive.write_json(name, "horizon.json", {**horizon_result,
                                                   "fit": horizon_verdict.to_dict()})
-    status = ("failed" if stopped_by_cap else "finished" if verdict is None or validated
-              else verdict.outcome)
+    status = "finished" if verdict is None or validated else verdict.outcome
     archive.record({"name": name, "status": status, "winners": winners,
                     "validated": validated, "drift_log2": None if verdict is None
                     else verdict.drift_log2, "saved_gpu_hours": c["saved_gpu_hours"]})
@@ -315,7 +312,7 @@ def finalize(prep, ctx: Context, hp: dict, *, started: float, stopped_by_cap: st
             ctx.progress.line(line)
     if horizon_result is not None:
         ctx.progress.line(horizon.line(horizon_result))
-    if cfg.validation.enabled and not stopped_by_cap:
+    if cfg.validation.enabled:
         mark_finalized(study)
     # an opt-in depth check counts: a rejection anywhere is exit 3, else the less certain one
     codes = {verdict_exit_code(None if v is None else v.outcome) for v in (verdict, depth_verdict)}
@@ -351,8 +348,8 @@ def _proxy_block(prep) -> dict:
             # what the emitter classifies the target against (transfer.params)
             **{k: d[k] for k in ("ffn_ratio", "depth_alpha", "base_depth") if k in d},
             "tokens_per_trial": int(prep.cfg.train.tokens),
-            "zero_init_query": getattr(prep.plan.family, "zero_init_query", True),
-            "readout_zero_init": getattr(prep.plan.family, "readout_zero_init", True)}
+            "zero_init_query": prep.plan.family.zero_init_query,
+            "readout_zero_init": prep.plan.family.readout_zero_init}
 
 
 def _write_all(prep, trials, verdict, cost, target, summaries) -> None:
@@ -369,7 +366,7 @@ def _write_all(prep, trials, verdict, cost, target, summaries) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         dump_yaml(target, Path(tmp) / "target.yaml")
         a.copy_into(name, "target.yaml", Path(tmp) / "target.yaml")
-        if hasattr(prep.plan.family, "save_base_shapes") and cfg.proxy.parametrization == "mup":
+        if cfg.proxy.parametrization == "mup":
             prep.plan.family.save_base_shapes(Path(tmp) / "base_shapes.bsh")
             a.copy_into(name, "base_shapes.bsh", Path(tmp) / "base_shapes.bsh")
     plots = [p for p in ("plots/lr_transfer.png", "plots/coord_check.png")

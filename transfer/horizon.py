@@ -32,6 +32,7 @@ from omegaconf import OmegaConf
 from optuna.trial import TrialState
 
 from transfer import scaling
+from transfer.curves import extend_points, grid
 from transfer.search import Context, n_finished, run_one, work
 from transfer.validator import (
     curves_from,
@@ -42,7 +43,7 @@ from transfer.validator import (
     plot_transfer,
     validation_seed,
 )
-from transfer.verdict import Verdict, extend_points, grid, judge
+from transfer.verdict import Verdict, judge
 
 STAGE = "validation_horizon"
 DEFAULT_MAX_CI = 0.2

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from transfer.config import validation_width
+
 
 def fmt(x: Any) -> str:
     """Numbers for people: ints with separators, floats to 4 significant digits."""
@@ -61,7 +63,7 @@ def _params(best: Mapping | None) -> str:
 def _swept(cfg: Mapping, stages: list[Mapping]) -> str:
     proxy, train = cfg.get("proxy", {}), cfg.get("train", {})
     width = proxy.get("width")
-    vwidth = proxy.get("validation_width") or (4 * width if width else None)
+    vwidth = validation_width(proxy) if width else proxy.get("validation_width") or None
     base = proxy.get("base_width") or width
     lines = ["## What was swept", "",
              (f"Proxy: {proxy.get('parametrization', 'mup')}, stages at width {fmt(width)}, "

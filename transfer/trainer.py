@@ -12,13 +12,14 @@ import math
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
 
 from transfer.data import Corpus, eval_batches, sample_batch
+from transfer.protocol import ProxyFamily
 
 SCHEDULES = ("cosine", "linear")
 
@@ -84,7 +85,6 @@ class TrainResult:
     flops: float  # 6·N·tokens + attention term, for the tokens actually trained on
     device: str
     n_params: int
-    extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -160,7 +160,7 @@ def _autocast_for(device: torch.device):
     return contextlib.nullcontext
 
 
-def train(family, spec: TrainSpec, corpus: Corpus, *, device: str = "auto",
+def train(family: ProxyFamily, spec: TrainSpec, corpus: Corpus, *, device: str = "auto",
           report: Callable[[int, float], bool] | None = None, model=None) -> TrainResult:
     """Train `family.build(spec.width)` on `corpus` for `spec.tokens` tokens.
 

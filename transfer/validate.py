@@ -22,8 +22,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from transfer.audit import AuditFailed, audit, check_signature, probe_output, resolve_builder
 from transfer.config import ProxyConf, check_config, register_configs
+from transfer.config import validation_width as resolved_validation_width
 from transfer.errors import UserError, exit_code, verdict_exit_code
-from transfer.family import MODEL_HPARAMS, ProxyPlan
+from transfer.family import ProxyPlan
+from transfer.hparams import MODEL_HPARAMS
 from transfer.search import default_hparams, open_study, run_stages, seed_incumbent, stage_space
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
@@ -101,7 +103,7 @@ def prepare(cfg: DictConfig, *, build: Callable | None = None):
     target = _target(cfg, build)
     fn = _builder(cfg, target, build)
     p = cfg.proxy
-    width, validation_width = p.width, p.validation_width or 4 * p.width
+    width, validation_width = p.width, resolved_validation_width(p)
     base_width = p.base_width or width
     try:
         seq_len = p.seq_len or proxy_size(p.size)["seq_len"]

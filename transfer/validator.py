@@ -16,8 +16,10 @@ import optuna
 from optuna.trial import TrialState
 
 from transfer.coord import coord_check, plot_coord
+from transfer.curves import extend_points, grid
+from transfer.hparams import MODEL_HPARAMS
 from transfer.search import Context, n_finished, run_one, work
-from transfer.verdict import Limits, Verdict, extend_points, grid, judge
+from transfer.verdict import Limits, Verdict, judge
 
 
 def limits_from(v, *, target_width: int | None = None) -> Limits:
@@ -148,8 +150,7 @@ def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
 
 def run_coord_check(ctx: Context, hp: dict, plots: Path | None) -> dict:
     v = ctx.cfg.validation
-    family = ctx.plan.family.replace(**{k: float(hp[k]) for k in
-                                        ("input_mult", "output_mult", "init_std", "attn_mult")})
+    family = ctx.plan.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
     widths = []
     for w in v.coord_widths:
         try:

@@ -15,19 +15,9 @@ No Optuna, no config: plain numbers in, a `Verdict` out, so every rule has a tes
 numbers (tests/test_verdict.py) and its power is measured on synthetic curves
 (benchmarks/validator_power.py).
 
-Statistics. loss(x) ≈ a·x² + b_w·x + c_w in x = log2 lr, one curvature shared by the widths
-(what "the optimum did not move" is about), fitted by least squares to the seed-mean curves over
-a window of points around each width's minimum. The noise that moves a vertex is the point-to-
-point scatter of the mean curve about that parabola, *not* the seed-to-seed spread: every grid
-point is trained with the same seeds, so a seed's level offset is shared by the whole curve and
-cancels in the vertex. The residual standard deviation of the fit estimates that scatter (and
-any lack of fit, which is honest to include). Intervals come from a parametric bootstrap: refit
-on fitted values plus Gaussian noise at that σ, with σ itself redrawn from its χ² distribution
-(a t-like interval for few residual degrees of freedom). A nonparametric bootstrap over seeds
-was the alternative; with the 2 seeds a CPU budget affords, it has 3 distinct resamples per
-point and cannot give a percentile interval. The bootstrap, not the delta method, because the
-vertex −b/2a is a ratio whose distribution is heavy-tailed exactly when the curvature is weak;
-a draw whose curvature is not positive has no vertex and counts as outside every limit.
+The statistics (a shared-curvature parabola, a parametric bootstrap for its intervals, why
+not a bootstrap over seeds) live in `transfer.shared_curvature`; the grid and its curves in
+`transfer.curves`.
 """
 
 from __future__ import annotations
@@ -38,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-# width -> [(log2 lr, [loss of each seed; nan where it diverged]), ...]
-Curves = Mapping[int, Sequence[tuple[float, Sequence[float]]]]
+from transfer.curves import Curves, bracket, mean_curve
+from transfer.shared_curvature import fit_window, interaction_noise, statistics
 
 PASSED, REJECTED, INCONCLUSIVE = "passed", "rejected", "inconclusive"
 
@@ -117,117 +107,11 @@ class Verdict:
         return d
 
 
-# ---- the grid -----------------------------------------------------------------------------
-def grid(center: float, points: int, step: float) -> list[float]:
-    return [round(center + step * (i - (points - 1) / 2), 6) for i in range(points)]
-
-
-def mean_curve(points: Sequence[tuple[float, Sequence[float]]]) -> tuple[np.ndarray, np.ndarray]:
-    """(x, seed-mean loss) sorted by x; nan where any seed diverged."""
-    pts = sorted(points, key=lambda p: p[0])
-    xs = np.array([p[0] for p in pts], dtype=float)
-    ys = np.array([float(np.mean(p[1])) if len(p[1]) and np.all(np.isfinite(p[1])) else math.nan
-                   for p in pts])
-    return xs, ys
-
-
-def bracket(xs: np.ndarray, ys: np.ndarray) -> tuple[bool, bool]:
-    """(needs a point below, needs a point above): the grid's minimum sits at its low or high
-    end. A diverged point above the minimum brackets it (the loss only grows towards it)."""
-    finite = np.flatnonzero(np.isfinite(ys))
-    if finite.size == 0:
-        return False, False
-    best = int(finite[np.argmin(ys[finite])])
-    return best == 0, best == xs.size - 1
-
-
-def extend_points(curves: Curves, *, step: float, lo: float, hi: float) -> list[float]:
-    """The log2 lrs to add (at every width) so that each width's minimum is bracketed, one step
-    beyond the current edge on the side that needs it, never outside [lo, hi]."""
-    new = set()
-    for pts in curves.values():
-        xs, ys = mean_curve(pts)
-        if xs.size == 0:
-            continue
-        below, above = bracket(xs, ys)
-        if below and xs[0] - step >= lo - 1e-9:
-            new.add(round(float(xs[0] - step), 6))
-        if above and xs[-1] + step <= hi + 1e-9:
-            new.add(round(float(xs[-1] + step), 6))
-    have = {round(float(p[0]), 6) for pts in curves.values() for p in pts}
-    return sorted(new - have)
-
-
-# ---- the fit ------------------------------------------------------------------------------
-def _window(xs: np.ndarray, ys: np.ndarray, size: int) -> np.ndarray:
-    """Indices of the `size` finite points nearest the minimum, in grid order."""
-    finite = np.flatnonzero(np.isfinite(ys))
-    if finite.size <= size:
-        return finite
-    pos = int(np.searchsorted(finite, finite[np.argmin(ys[finite])]))
-    start = max(0, min(pos - size // 2, finite.size - size))
-    return finite[start:start + size]
-
-
-@dataclass(frozen=True)
-class JointFit:
-    """loss ≈ a·x² + b_w·x + c_w: one curvature, a position and a level per width."""
-
-    a: float
-    b: dict
-    c: dict
-
-    def vertex(self, w: int) -> float:
-        return -self.b[w] / (2 * self.a) if self.a > 0 else math.nan
-
-    def value(self, w: int, x: float) -> float:
-        return self.a * x * x + self.b[w] * x + self.c[w]
-
-
-def _design(xw: Sequence[tuple[int, float]], widths: Sequence[int]) -> np.ndarray:
-    n = len(widths)
-    rows = []
-    for w, x in xw:
-        onehot = [1.0 if v == w else 0.0 for v in widths]
-        rows.append([x * x] + [x * o for o in onehot] + onehot)
-    return np.asarray(rows).reshape(len(xw), 1 + 2 * n)
-
-
-def _solve(X: np.ndarray, y: np.ndarray, widths: Sequence[int]) -> JointFit:
-    coef = np.linalg.lstsq(X, y, rcond=None)[0]
-    n = len(widths)
-    return JointFit(float(coef[0]), {w: float(coef[1 + i]) for i, w in enumerate(widths)},
-                    {w: float(coef[1 + n + i]) for i, w in enumerate(widths)})
-
-
-def joint_fit(curves: Mapping[int, Mapping], widths: Sequence[int]) -> JointFit | None:
-    """Least squares over every finite point of `curves[w]["log2_lr"/"loss"]`; None unless
-    there are enough points and the parabola is convex."""
-    xw, ys = [], []
-    for w in widths:
-        for x, y in zip(curves[w]["log2_lr"], curves[w]["loss"]):
-            if math.isfinite(y):
-                xw.append((w, x))
-                ys.append(y)
-    if not widths or len(ys) < 2 * len(widths) + 1:
-        return None
-    fit = _solve(_design(xw, widths), np.asarray(ys), widths)
-    return fit if fit.a > 0 else None
-
-
-# ---- the verdict --------------------------------------------------------------------------
-def _interval(draws: np.ndarray, confidence: float) -> list[float]:
-    """Percentile interval; invalid draws (nan) count against both ends."""
-    q = (1 - confidence) / 2
-    lo = np.where(np.isnan(draws), -np.inf, draws)
-    hi = np.where(np.isnan(draws), np.inf, draws)
-    return [float(np.quantile(lo, q, method="lower")),
-            float(np.quantile(hi, 1 - q, method="higher"))]
-
 
 def _fmt_ci(ci: Sequence[float], pct: bool = False) -> str:
     f = (lambda v: f"{v:.2%}") if pct else (lambda v: f"{v:+.2f}")
     return f"[{f(ci[0])}, {f(ci[1])}]"
+
 
 
 def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
@@ -257,7 +141,7 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
                     "losses": [list(map(float, p[1])) for p in pts]}
         below, above = bracket(xs, ys)
         bracketed[w] = not (below or above) and np.isfinite(ys).any()
-        win[w] = _window(xs, ys, limits.fit_window)
+        win[w] = fit_window(xs, ys, limits.fit_window)
     if n_seeds < limits.min_seeds:
         unk.append(f"{n_seeds} seed(s) per point, fewer than {limits.min_seeds}: noise cannot be "
                    "told from signal")
@@ -280,7 +164,8 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
     floor = pure / math.sqrt(n_seeds) if pure_dof > 0 else None
     if noise is not None:
         floor = max(floor or 0.0, float(noise))
-    stats = _statistics(table, win, widths, floor, pure_dof, limits, tuned) if not (
+    stats = statistics(table, win, widths, floor, pure_dof, tuned, confidence=limits.confidence,
+                       n_boot=limits.n_boot, boot_seed=limits.boot_seed) if not (
         len(win[w0]) < 3 or len(win[w1]) < 3) else None
     if stats is None:
         nan2 = [math.nan, math.nan]
@@ -327,81 +212,6 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
         extrapolation=extrap, coord_check=coord, confidence=limits.confidence,
         rejected_because=rej, inconclusive_because=unk,
         decide_with=limits.decide_hint if outcome == INCONCLUSIVE else None)
-
-
-def interaction_noise(table: dict, widths: Sequence[int]) -> tuple[float, int]:
-    """(σ, degrees of freedom) of one seed's loss at one point once each seed's level offset is
-    removed: the residual of the two-way layout point × seed, pooled over widths, over the
-    points every seed trained. This is what repeating the grid would change; nan, 0 with one
-    seed."""
-    ss, dof = 0.0, 0
-    for w in widths:
-        rows = [r for r in table[w]["losses"] if len(r) > 1 and np.all(np.isfinite(r))]
-        if len(rows) < 2 or len({len(r) for r in rows}) != 1:
-            continue
-        m = np.asarray(rows)
-        e = m - m.mean(axis=1, keepdims=True) - m.mean(axis=0, keepdims=True) + m.mean()
-        ss += float((e * e).sum())
-        dof += (m.shape[0] - 1) * (m.shape[1] - 1)
-    return (math.sqrt(ss / dof), dof) if dof else (math.nan, 0)
-
-
-def _statistics(table: dict, win: dict, widths: list[int], noise: float | None,
-                noise_dof: int, limits: Limits, tuned: float) -> dict:
-    """Point estimates and bootstrap intervals of drift, gap, level difference and optimum."""
-    w0, w1 = widths
-    xw = [(w, table[w]["log2_lr"][i]) for w in widths for i in win[w]]
-    y = np.array([table[w]["loss"][i] for w in widths for i in win[w]])
-    X = _design(xw, widths)
-    pinv = np.linalg.pinv(X)  # least squares is linear in y: one pseudo-inverse for every draw
-    coef = pinv @ y
-    fitted = X @ coef
-    fit_dof = len(y) - X.shape[1]
-    rss = float((y - fitted) @ (y - fitted))
-    residual = math.sqrt(rss / fit_dof) if fit_dof > 0 else math.nan
-    # The seed-interaction noise when there is one (see the module docstring: the parabola's
-    # lack of fit is shared by both widths when the optimum does not move, so it is reported,
-    # not counted as noise); the fit's residual otherwise.
-    if noise is not None and noise_dof > 0:
-        sigma, dof = float(noise), noise_dof
-    else:
-        sigma, dof = residual, fit_dof
-    a_se = (sigma * math.sqrt(max(float(np.linalg.pinv(X.T @ X)[0, 0]), 0.0))
-            if math.isfinite(sigma) else math.inf)
-    snr = coef[0] / a_se if a_se > 0 else (math.inf if coef[0] > 0 else -math.inf)
-
-    def summarise(c: np.ndarray) -> dict:
-        """Columns of coefficients (a, b0, b1, c0, c1) → the quantities judged; nan where the
-        parabola is not convex (it has no minimum)."""
-        a, b0, b1, c0, c1 = c
-        with np.errstate(divide="ignore", invalid="ignore"):
-            a_ok = np.where(a > 0, a, np.nan)
-            v0, v1 = -b0 / (2 * a_ok), -b1 / (2 * a_ok)
-            best0, best1 = c0 - b0 * b0 / (4 * a_ok), c1 - b1 * b1 / (4 * a_ok)
-            at = a_ok * v0 * v0 + b1 * v0 + c1  # the wide model at the narrow optimum
-            gap = np.where(best1 > 0, (at - best1) / best1, np.nan)
-        return {"drift": v1 - v0, "gap": gap, "level": best1 - best0, "opt": (v0 + v1) / 2,
-                "v0": v0, "v1": v1, "best0": best0, "best1": best1, "at": at}
-
-    est = {k: float(v[0]) for k, v in summarise(coef.reshape(-1, 1)).items()}
-    nan = np.full(1, np.nan)
-    draws = {k: nan for k in est}
-    if math.isfinite(sigma) and dof > 0:
-        rng = np.random.default_rng(limits.boot_seed)
-        s = sigma * np.sqrt(dof / rng.chisquare(dof, size=limits.n_boot))
-        Y = fitted[:, None] + rng.normal(size=(y.size, limits.n_boot)) * s[None, :]
-        draws = summarise(pinv @ Y)
-    ci = {k: _interval(draws[k], limits.confidence) for k in ("drift", "gap", "level", "opt")}
-    fit = JointFit(float(coef[0]), {w0: float(coef[1]), w1: float(coef[2])},
-                   {w0: float(coef[3]), w1: float(coef[4])})
-    best1 = est["best1"]
-    gap_tuned = ((fit.value(w1, tuned) - best1) / best1
-                 if math.isfinite(best1) and best1 > 0 else math.nan)
-    return dict(fit=fit, drift=est["drift"], drift_ci=ci["drift"], gap=est["gap"],
-                gap_ci=ci["gap"], gap_tuned=gap_tuned, level=est["level"], level_ci=ci["level"],
-                a=float(coef[0]), a_se=a_se, snr=float(snr), opt=est["opt"], opt_ci=ci["opt"],
-                sigma=sigma, dof=dof, residual=residual, v={w0: est["v0"], w1: est["v1"]},
-                best={w0: est["best0"], w1: est["best1"]}, at=est["at"])
 
 
 def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Limits,
