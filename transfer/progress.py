@@ -1,4 +1,11 @@
-"""Per-stage progress: a bar on a terminal, plain lines otherwise (logs, CI, workers)."""
+"""Per-stage progress: a bar on a terminal, plain lines otherwise (logs, CI, workers).
+
+The ETA is the predicted seconds of the trials still to run (each from the timing probe of its
+own width, depth and token count, summed by the caller), scaled by what this phase has measured
+so far (measured ÷ predicted over the trials this process finished in it: pruned trials and a
+probe that runs fast or slow both show up there), divided over the workers sharing the study.
+Without a prediction it falls back to the phase's mean seconds per finished trial.
+"""
 
 from __future__ import annotations
 
@@ -13,36 +20,70 @@ def _fmt_s(s: float) -> str:
 
 
 class Progress:
-    """`mode`: auto (bar if stderr is a terminal), bar, lines, off."""
+    """`mode`: auto (bar if stderr is a terminal), bar, lines, off; `workers`: processes
+    sharing each study (the remaining work is split over them)."""
 
-    def __init__(self, mode: str = "auto", stream=None):
+    def __init__(self, mode: str = "auto", stream=None, *, workers: int = 1):
         self.stream = stream or sys.stderr
         if mode == "auto":
             mode = "bar" if getattr(self.stream, "isatty", lambda: False)() else "lines"
         self.mode = mode
+        self.workers = max(1, int(workers))
         self._bar = None
+        self._name, self._total, self._t0, self._done0 = "", 0, time.monotonic(), 0
+        self._predicted = self._measured = 0.0
+        self._remaining: float | None = None
 
-    def stage_start(self, name: str, done: int, total: int) -> None:
+    def stage_start(self, name: str, done: int, total: int,
+                    remaining_seconds: float | None = None) -> None:
+        """A phase begins (or restarts after its grid grew); `remaining_seconds`: the predicted
+        seconds of its trials not finished yet."""
+        if name != self._name:  # a new phase: its own measured/predicted ratio
+            self._predicted = self._measured = 0.0
         self._name, self._total, self._t0, self._done0 = name, total, time.monotonic(), done
+        self._remaining = remaining_seconds
         if self.mode == "bar":
-            from tqdm import tqdm
+            from tqdm import tqdm  # only a terminal draws a bar: not imported for logs and CI
 
+            if self._bar is not None:
+                self._bar.close()
             self._bar = tqdm(total=total, initial=done, desc=f"stage {name}", file=self.stream,
                              leave=True, dynamic_ncols=True)
         elif self.mode == "lines":
             self.line(f"stage {name}: {done}/{total} trials done")
 
-    def update(self, done: int, best: float | None, best_params: dict | None = None) -> None:
-        rate = (time.monotonic() - self._t0) / max(1, done - self._done0)
-        eta = rate * (self._total - done) if done > self._done0 else float("nan")
+    def trial_done(self, predicted: float | None, seconds: float | None) -> None:
+        """One trial of this process finished: what the probe predicted and what it took."""
+        if predicted and seconds is not None and predicted > 0:
+            self._predicted += predicted
+            self._measured += seconds
+
+    def ratio(self) -> float:
+        """Measured ÷ predicted over this phase's finished trials (1 before the first)."""
+        return self._measured / self._predicted if self._predicted > 0 else 1.0
+
+    def eta(self, done: int, remaining_seconds: float | None = None) -> float:
+        if remaining_seconds is not None:
+            self._remaining = remaining_seconds
+        if self._remaining is not None:
+            return max(0.0, self._remaining) * self.ratio() / self.workers
+        if done <= self._done0:
+            return math.nan
+        rate = (time.monotonic() - self._t0) / (done - self._done0)
+        return rate * (self._total - done)
+
+    def update(self, done: int, best: float | None, best_params: dict | None = None, *,
+               remaining_seconds: float | None = None) -> None:
+        """`remaining_seconds`: the predicted seconds of the trials still to run, now."""
+        eta = self.eta(done, remaining_seconds)
+        eta_s = _fmt_s(eta) if math.isfinite(eta) else "?"
         best_s = "—" if best is None else f"{best:.4f}"
         params = "" if not best_params else " (" + ", ".join(
             f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in best_params.items()) + ")"
         if self.mode == "bar" and self._bar is not None:
             self._bar.n = done
-            self._bar.set_postfix_str(f"best {best_s}{params} eta {_fmt_s(eta) if math.isfinite(eta) else '?'}")
+            self._bar.set_postfix_str(f"best {best_s}{params} eta {eta_s}")
         elif self.mode == "lines":
-            eta_s = _fmt_s(eta) if math.isfinite(eta) else "?"
             self.line(f"stage {self._name}: {done}/{self._total} trials, best {best_s}{params}, "
                       f"eta {eta_s}")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from optuna.trial import TrialState
 
 from transfer.search import training  # looked up at call time: see trial.py
 from transfer.search.context import Context
@@ -26,3 +27,11 @@ def predict_seconds(ctx: Context, hp: dict, width: int) -> float:
     step_s, eval_s, setup_s = ctx._probe[key]
     steps = int(ctx.cfg.train.tokens) // (key[1] * ctx.plan.family.seq_len)
     return setup_s + steps * step_s + ctx.cfg.train.n_evals * eval_s
+
+
+def queued_seconds(study, predict) -> float:
+    """Predicted seconds of a grid study's trials not finished yet: `predict(params)` for the
+    fixed parameters each queued (waiting or running) trial was enqueued with."""
+    return sum(predict(t.system_attrs.get("fixed_params", t.params))
+               for t in study.get_trials(deepcopy=False)
+               if t.state in (TrialState.WAITING, TrialState.RUNNING))

@@ -14,6 +14,7 @@ from optuna.trial import TrialState
 
 from transfer.errors import UserError
 from transfer.search.context import Context
+from transfer.search.probe import predict_seconds
 from transfer.search.space import (
     choices,
     default_hparams,
@@ -109,15 +110,18 @@ def run_stages(ctx: Context) -> dict:
         previous = best_trial(open_study(ctx, index - 1, cfg.stages.order[index - 1])) \
             if index > 0 else None
         seed_stage(ctx, study, space, hp, previous, total, name)
-        ctx.progress.stage_start(name, min(n_finished(study), total), total)
+        per_trial = predict_seconds(ctx, hp, ctx.plan.width)
+        done = min(n_finished(study), total)
+        ctx.progress.stage_start(name, done, total, (total - done) * per_trial)
         for trial in work(ctx, study, total):
             trial_hp = dict(hp, **{k: suggest(trial, k, p) for k, p in space.items()})
             run_one(ctx, study, trial, trial_hp, width=ctx.plan.width, seed=cfg.proxy.seed,
                     stage=name)
             best = best_trial(study)
-            ctx.progress.update(min(n_finished(study), total),
-                                None if best is None else best.value,
-                                {} if best is None else dict(best.params))
+            done = min(n_finished(study), total)
+            ctx.progress.update(done, None if best is None else best.value,
+                                {} if best is None else dict(best.params),
+                                remaining_seconds=(total - done) * per_trial)
         ctx.progress.stage_end()
     return frozen_before(ctx, len(cfg.stages.order))
 

@@ -105,6 +105,7 @@ def run_one(ctx: Context, study: optuna.Study, trial: optuna.Trial, hp: dict, *,
                  "tokens_per_s": res.tokens_per_s, "hparams": {k: hp[k] for k in sorted(hp)}
                  }.items():
         trial.set_user_attr(k, v)
+    ctx.progress.trial_done(predicted, res.seconds)  # the ETA's measured/predicted ratio
     if res.diverged:
         if math.isfinite(res.last_finite_loss):  # the pruner and TPE still learn from it
             trial.report(res.last_finite_loss, len(res.curve))
