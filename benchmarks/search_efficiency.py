@@ -39,6 +39,7 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
+from transfer.clihelp import CONF_DIR
 from transfer.config import register_configs
 from transfer.errors import UserError
 from transfer.run import prepare, run_sweep
@@ -50,7 +51,6 @@ from transfer.search import (
     run_training,
     stage_space,
 )
-from transfer.sweep import CONF_DIR
 
 GOAL = 0.30
 SECTION = "## search_efficiency"
@@ -103,7 +103,7 @@ def overrides(args, seed: int) -> list[str]:
 
 def compose_cfg(ovr: list[str]):
     register_configs()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose("config", overrides=ovr)
 
 
