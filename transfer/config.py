@@ -14,6 +14,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from transfer import scaling as rules_
 from transfer.errors import UserError
 from transfer.hparams import TUNABLE  # the stage spaces are checked against it
 
@@ -347,8 +348,6 @@ def check_config(cfg: DictConfig | Config) -> None:
 
 
 def _check_scaling(s) -> None:
-    from transfer import scaling as rules_
-
     for key, allowed in (("batch_rule", rules_.BATCH_RULES), ("horizon_rule", rules_.HORIZON_RULES),
                          ("warmup_rule", rules_.WARMUP_RULES), ("batch_lr_rule", ("adam_sqrt", "none"))):
         if s[key] not in allowed:

@@ -245,7 +245,9 @@ def _normalise_extra(extra: list | None) -> list[dict]:
 
 def _scaling(scaling_conf: Mapping | Any | None) -> dict:
     """The scaling rule set as a plain dict: conf/scaling's, or ScalingConf's defaults."""
-    from transfer.config import ScalingConf  # the schema's defaults are the one source
+    # the schema's defaults are the one source; imported here, not at the top, because
+    # transfer.config registers with Hydra and the emitter is plain Python without it
+    from transfer.config import ScalingConf
 
     if scaling_conf is None:
         return as_dict(ScalingConf())
