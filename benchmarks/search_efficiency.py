@@ -42,7 +42,8 @@ from optuna.trial import TrialState
 from transfer.clihelp import CONF_DIR
 from transfer.config import register_configs
 from transfer.errors import UserError
-from transfer.run import prepare, run_sweep
+from transfer.plan import plan_sweep
+from transfer.run import run_sweep
 from transfer.search import (
     PROBE_STEPS,
     Context,
@@ -173,8 +174,8 @@ class Search:
 
 
 def run_grid(cfg, args) -> Search:
-    prep = prepare(cfg)
-    ctx = Context(cfg=cfg, plan=prep.plan, corpus=prep.corpus, storage=None, lock=None,
+    plan = plan_sweep(cfg)
+    ctx = Context(cfg=cfg, plan=plan.proxies, corpus=plan.corpus, storage=None, lock=None,
                   run_name="grid", device=cfg.device)
     hp, out = default_hparams(cfg), Search()
     for stage in cfg.stages.order:
@@ -183,7 +184,7 @@ def run_grid(cfg, args) -> Search:
         stage_trials = []
         for values in itertools.product(*(axis(space[k], args) for k in names)):
             point = dict(zip(names, values))
-            r = run_training(ctx, dict(hp, **point), width=prep.plan.width, seed=cfg.proxy.seed)
+            r = run_training(ctx, dict(hp, **point), width=plan.proxies.width, seed=cfg.proxy.seed)
             ok = not (r.diverged or r.stopped) and math.isfinite(r.val_loss)
             stage_trials.append(Trial(stage, point, r.val_loss if ok else None, r.tokens,
                                       r.seconds, dict(hp, **point)))

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import optuna
 import torch
 import torch.nn.functional as F
 import yaml
@@ -40,7 +41,8 @@ from transfer import apply, hf
 from transfer.config import register_configs
 from transfer.data import eval_batches, load_corpus, sample_batch
 from transfer.fit import fit_optimum
-from transfer.run import prepare, run_sweep
+from transfer.plan import plan_sweep
+from transfer.run import run_sweep
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 FULL = {"d_model": 512, "n_layers": 8, "d_head": 16, "kv_group": 2, "ffn_ratio": 4,
@@ -113,10 +115,11 @@ def tune(args, parametrization: str) -> Path:
     register_configs()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("config", overrides=overrides(args, parametrization))
-    prep = prepare(cfg)
+    plan = plan_sweep(cfg)
     t = time.perf_counter()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # as the CLI: progress lines only
     code = run_sweep(cfg)  # 0 validated, 3 rejected: either way target.yaml and hf/ are written
-    run_dir = prep.archive.run_dir(prep.name)
+    run_dir = plan.archive.run_dir(plan.name)
     print(f"[{parametrization}] sweep exit {code} in {time.perf_counter() - t:.0f} s: {run_dir}",
           flush=True)
     return run_dir
@@ -220,8 +223,8 @@ def summarise(offsets: list[float], losses: np.ndarray, n_boot: int, seed: int =
 
 def table(results: dict, args) -> str:
     lines = ["| emission | emitted log2 lr (hidden) | distance from the target's optimum "
-             "(90 % CI) | loss gap at emitted (90 % CI) | edge | losses at offsets "
-             f"{args.offsets} |", "|---|---|---|---|---|---|"]
+             "(90 % CI) | loss gap at emitted (90 % CI) | edge | seed-mean loss at log2 offset |",
+             "|---|---|---|---|---|---|"]
     for param, r in results.items():
         s = r["summary"]
         lo, hi = s["distance_ci"]
@@ -229,7 +232,7 @@ def table(results: dict, args) -> str:
         lines.append(f"| {param} | {math.log2(r['hidden_lr']):.2f} | {s['distance_log2']:+.2f} "
                      f"[{lo:+.2f}, {hi:+.2f}] | {s['loss_gap']:.2%} [{glo:.2%}, {ghi:.2%}] | "
                      f"{'yes' if s['edge_hit'] else 'no'} | "
-                     f"{', '.join(f'{v:.3f}' for v in s['mean_losses'])} |")
+                     f"{', '.join(f'{o:+g}: {v:.3f}' for o, v in zip(r['offsets'], s['mean_losses']))} |")
     return "\n".join(lines)
 
 
@@ -241,7 +244,7 @@ def plot(results: dict, args, path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for param, r in results.items():
-        ax.plot(args.offsets, r["summary"]["mean_losses"], "o-", label=param)
+        ax.plot(r["offsets"], r["summary"]["mean_losses"], "o-", label=param)
         ax.axvline(r["summary"]["distance_log2"], ls=":", color=ax.lines[-1].get_color())
     ax.axvline(0, color="k", lw=0.8)
     ax.set(xlabel="log2(lr / emitted lr)", ylabel="held-out loss (seed mean)",
@@ -264,31 +267,36 @@ def main(argv=None) -> int:
     for param in args.parametrizations:
         run_dir = tune(args, param)
         saved = out / f"results_{param}.json"  # one per parametrization: a rerun resumes
+        done = {}  # offset -> per-seed losses already trained for this run, size and seeds
         if saved.exists():
             prev = json.loads(saved.read_text())
-            if (prev["run_dir"], prev["offsets"], prev["seeds"], prev["size"]) == (
-                    str(run_dir), args.offsets, args.seeds, args.size):
-                print(f"[{param}] reusing {saved}", flush=True)
-                results[param] = prev
-                continue
+            if (prev["run_dir"], prev["seeds"], prev["size"]) == (str(run_dir), args.seeds,
+                                                                  args.size):
+                done = dict(zip(prev["offsets"], prev["losses"]))
+        offsets = sorted(set(args.offsets) | set(done))  # a rerun may add offsets, never drops
+        todo = [o for o in offsets if o not in done]
+        if todo:
+            print(f"[{param}] training offsets {todo} (reusing {sorted(done)})", flush=True)
         target = transferred(apply.load_target(run_dir))
         r = recipe(run_dir, args)
         t = time.perf_counter()
-        losses = np.array([[train_target(run_dir, target, r, corpus, offset=o, seed=s, args=args)
-                            for s in range(args.seeds)] for o in args.offsets])
+        for o in todo:
+            done[o] = [train_target(run_dir, target, r, corpus, offset=o, seed=s, args=args)
+                       for s in range(args.seeds)]
+        losses = np.array([done[o] for o in offsets])
         hidden_lr = next(g["lr"] for g in target["param_groups"]
                          if g["name"] in ("hidden", "hidden_attn"))
         results[param] = {"run_dir": str(run_dir), "recipe": {**r, "betas": list(r["betas"])},
-                          "hidden_lr": hidden_lr, "losses": losses.tolist(),
+                          "hidden_lr": hidden_lr, "offsets": offsets, "losses": losses.tolist(),
                           "validated": target["provenance"]["validated"],
-                          "summary": summarise(args.offsets, losses, args.bootstrap),
+                          "summary": summarise(offsets, losses, args.bootstrap),
                           "seconds": time.perf_counter() - t}
-        saved.write_text(json.dumps({**results[param], "offsets": args.offsets,
-                                     "seeds": args.seeds, "size": args.size}, indent=2))
-        print(f"[{param}] target trained at {len(args.offsets)} lrs × {args.seeds} seeds in "
+        saved.write_text(json.dumps({**results[param], "seeds": args.seeds, "size": args.size},
+                                    indent=2))
+        print(f"[{param}] target trained at {len(todo)} new lrs × {args.seeds} seeds in "
               f"{results[param]['seconds']:.0f} s", flush=True)
-    (out / "summary.json").write_text(json.dumps({"size": args.size, "offsets": args.offsets,
-                                                  "results": results}, indent=2))
+    (out / "summary.json").write_text(json.dumps({"size": args.size, "results": results},
+                                                 indent=2))
     plot(results, args, out / "target_check.png")
     print(("SMOKE (plumbing only, not evidence)\n" if args.smoke else "") + table(results, args))
     return 0

@@ -27,7 +27,8 @@ from torch import nn
 from proxies.custom import CustomFamily
 from transfer.audit import AuditFailed, audit
 from transfer.errors import EXIT_OK, EXIT_REJECTED, EXIT_USER_ERROR, UserError
-from transfer.validate import compose_config, prepare, run, validate_model
+from transfer.plan import plan_custom
+from transfer.validate import compose_config, run, validate_model
 
 # Grid centres: each family's optimum at width 32 and this budget, measured (the lr stage is
 # skipped: stages.stage.lr.trials=1 trains train.lr only). A sweep would centre on its lr stage.
@@ -200,18 +201,18 @@ def test_the_built_in_family_is_pointed_to_proxy_custom(tmp_path, capsys):
 
 def test_multiplier_overrides_are_refused(tmp_path):
     with pytest.raises(UserError, match="proxy.output_mult=2.0 has no effect with proxy=custom"):
-        prepare(cfg_for("mlp_mup", tmp_path, "proxy.output_mult=2.0"))
+        plan_custom(cfg_for("mlp_mup", tmp_path, "proxy.output_mult=2.0"))
 
 
 def test_extra_builder_keys_are_keyword_arguments(tmp_path):
-    prep = prepare(cfg_for("two_arguments", tmp_path, "+proxy.builder.depth=3"))
-    assert "hidden.2.weight" in prep.plan.derived["base_shapes"]
+    plan = plan_custom(cfg_for("two_arguments", tmp_path, "+proxy.builder.depth=3"))
+    assert "hidden.2.weight" in plan.proxies.derived["base_shapes"]
 
 
-def test_prepare_touches_nothing_on_disk(tmp_path):
-    prep = prepare(cfg_for("parallel_mup", tmp_path / "archive"))
-    assert prep.plan.family.parametrization == "mup"
-    assert (prep.plan.width, prep.plan.validation_width) == (32, 128)
+def test_plan_custom_touches_nothing_on_disk(tmp_path):
+    plan = plan_custom(cfg_for("parallel_mup", tmp_path / "archive"))
+    assert plan.proxies.family.parametrization == "mup"
+    assert (plan.proxies.width, plan.proxies.validation_width) == (32, 128)
     assert not (tmp_path / "archive").exists()
 
 

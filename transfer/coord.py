@@ -18,6 +18,7 @@ the family's own optimizer groups, so the depth lr and ε rules are in the measu
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ import pandas as pd
 import torch
 
 from transfer.data import Corpus, sample_batch
+from transfer.trainer import TrainSpec, make_optimizer
 
 LOGITS = "logits"  # kind name of the model's own output (the root module)
 
@@ -132,8 +134,6 @@ def depth_coord_check(family, *, depths: list[int], width: int, corpus: Corpus, 
     """Train `family.replace(n_layers=d).build(width)` for `steps` AdamW steps on one batch
     (its own optimizer groups), record mean |x| of the final residual and the logits at every
     step, and fit slopes against log2(depth)."""
-    from transfer.trainer import TrainSpec, make_optimizer
-
     depths = sorted(depths)
     _check_args(depths, steps, lr, batch_size, max_slope, what="depths")
     gen = torch.Generator().manual_seed(seed)
@@ -169,6 +169,14 @@ def depth_coord_check(family, *, depths: list[int], width: int, corpus: Corpus, 
 
 
 def plot_coord(result: CoordResult, path: str | Path) -> Path:
+    """`coord_png` written to `path` (a run folder's copy goes through `transfer.outputs`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(coord_png(result))
+    return path
+
+
+def coord_png(result: CoordResult) -> bytes:
     """PNG of l1 vs width (log-log), one line per module kind, one panel per step."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -195,7 +203,6 @@ def plot_coord(result: CoordResult, path: str | Path) -> Path:
     verdict = "PASS" if result.passed else "FAIL"
     fig.suptitle(f"coordinate check: max |slope| {result.max_abs_slope:.3f} "
                  f"(limit {result.max_slope}) {verdict}")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    return path
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 import optuna
 from optuna.trial import TrialState
 
-from transfer.coord import depth_coord_check, plot_coord
+from transfer.coord import CoordResult, coord_png, depth_coord_check
 from transfer.curves import extend_points, grid
 from transfer.hparams import MODEL_HPARAMS
 from transfer.search import Context, n_finished, run_one, work
@@ -30,7 +29,7 @@ from transfer.validator import (
     limits_from,
     lr_bounds,
     open_grid_study,
-    plot_transfer,
+    transfer_png,
     validation_seed,
 )
 from transfer.verdict import Verdict, judge
@@ -139,35 +138,36 @@ def run_depth_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optuna.
     return study
 
 
-def run_depth_coord(ctx: Context, hp: dict, plots: Path | None) -> dict:
+def run_depth_coord(ctx: Context, hp: dict) -> CoordResult:
     """The coordinate check across depth at the stages' width, with the tuned multipliers."""
     v = ctx.cfg.validation
     l0, l1 = depths(ctx)
     family = ctx.plan.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
     ds = sorted(set(v.get("coord_depths") or [l0, 2 * l0, 4 * l0, l1]))
-    res = depth_coord_check(family, depths=ds, width=ctx.plan.width, corpus=ctx.corpus,
-                            steps=v.coord_steps, lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed,
-                            max_slope=v.coord_max_slope)
-    if plots is not None:
-        plot_coord(res, plots / "coord_check_depth.png")
-    return res.to_dict()
+    return depth_coord_check(family, depths=ds, width=ctx.plan.width, corpus=ctx.corpus,
+                             steps=v.coord_steps, lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed,
+                             max_slope=v.coord_max_slope)
 
 
-def validate_depth(ctx: Context, hp: dict, width_study: optuna.Study, plots: Path, *,
-                   target_depth: int | None = None) -> Verdict:
+def validate_depth(ctx: Context, hp: dict, width_study: optuna.Study, *,
+                   target_depth: int | None = None) -> tuple[Verdict, dict[str, bytes]]:
     """The depth grid (resumed: already trained when every worker ran it), the depth
-    coordinate check (once: kept in the study), the verdict and its plot."""
+    coordinate check (once: kept in the study), the verdict, and its plots (file name under
+    plots/ → PNG: the coordinate check's only when it ran now) for `transfer.outputs`."""
     study = run_depth_grid(ctx, hp, width_study)
+    plots = {}
     coord = study.user_attrs.get("coord_check")
     if coord is None:
-        coord = run_depth_coord(ctx, hp, plots)
+        res = run_depth_coord(ctx, hp)
+        coord = res.to_dict()
         study.set_user_attr("coord_check", coord)
+        plots["coord_check_depth.png"] = coord_png(res)
     limits = dataclasses.replace(limits_from(ctx.cfg.validation, target_width=target_depth),
                                  axis="depth")
     verdict = judge(curves(study, depths(ctx)), None, round(math.log2(float(hp["lr"])), 6),
                     limits, coord)
-    plot_transfer(verdict, plots / "lr_transfer_depth.png", label="layers")
-    return verdict
+    plots["lr_transfer_depth.png"] = transfer_png(verdict, label="layers")
+    return verdict, plots
 
 
 def summary(verdict: Verdict | None, alpha: float) -> dict | None:

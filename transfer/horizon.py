@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 import optuna
 from omegaconf import OmegaConf
@@ -40,7 +39,7 @@ from transfer.validator import (
     limits_from,
     lr_bounds,
     open_grid_study,
-    plot_transfer,
+    transfer_png,
     validation_seed,
 )
 from transfer.verdict import Verdict, judge
@@ -185,10 +184,11 @@ def measure(verdict: Verdict, *, rule: str = "bjorck", beta: float = scaling.BJO
                          f"exponent's {verdict.confidence:.0%} interval ≤ {max_ci:g} wide"}
 
 
-def validate_horizon(ctx: Context, hp: dict, width_study: optuna.Study, plots: Path
-                     ) -> tuple[Verdict, dict]:
+def validate_horizon(ctx: Context, hp: dict, width_study: optuna.Study
+                     ) -> tuple[Verdict, dict, dict[str, bytes]]:
     """The horizon grid (resumed: already trained when every worker ran it), its fit, the
-    measured exponent against the configured rule's, and its plot."""
+    measured exponent against the configured rule's, and its plot (file name under plots/ →
+    PNG) for `transfer.outputs`."""
     v = ctx.cfg.validation
     study = run_horizon_grid(ctx, hp, width_study)
     verdict = judge_horizon(curves(study, budgets(ctx.cfg)),
@@ -197,8 +197,7 @@ def validate_horizon(ctx: Context, hp: dict, width_study: optuna.Study, plots: P
     result = measure(verdict, rule=s.get("horizon_rule", "bjorck"),
                      beta=float(s.get("horizon_beta", scaling.BJORCK_BETA)),
                      max_ci=float(v.get("horizon_max_ci") or DEFAULT_MAX_CI))
-    plot_transfer(verdict, plots / "lr_horizon.png", label="tokens")
-    return verdict, result
+    return verdict, result, {"lr_horizon.png": transfer_png(verdict, label="tokens")}
 
 
 def line(h: dict) -> str:

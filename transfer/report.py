@@ -1,4 +1,5 @@
-"""`report.md` of a sweep: what was swept, who won, the verdict, the emitted values, the budget.
+"""`report.md` of a sweep: what was swept, who won, the verdict, the emitted values, the budget
+(`render_report`); and of a custom model's validation (`render_custom_report`).
 
 Plain text from plain dicts (stage summaries, the validator's verdict, target.yaml and cost.json
 contents); nothing here computes a number, it only shows the ones it is given.
@@ -234,3 +235,15 @@ def render_report(*, name: str, cfg: Mapping, stages: list[Mapping],
                 _verdict(validation, cfg), _plots(plots), _emitted(target), _budget(cost),
                 _not_transferred(target)]
     return "\n\n".join(sections) + "\n"
+
+
+def render_custom_report(*, name: str, builder: str, base_width: int, delta_width: int,
+                         lr: float, width: int, validation_width: int, tokens: int, data: str,
+                         cfg: Mapping, validation: Mapping, plots: list[str]) -> str:
+    """report.md of `python -m transfer.validate`: is the custom model `builder` μP? The audit,
+    the grid's centre, then the sweep report's verdict and plots sections."""
+    head = [f"# Is `{builder}` μP? — {name}", "",
+            (f"Audit: clean (base shapes from widths {base_width} and {delta_width}). Grid "
+             f"centre: lr {lr:.4g} from the lr stage at width {width}; validation at width "
+             f"{validation_width}; {tokens:,} tokens per trial on `{data}`."), ""]
+    return "\n".join(head + [_verdict(validation, cfg), "", _plots(plots), ""])

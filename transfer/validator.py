@@ -9,13 +9,13 @@ study, so validation resumes and parallelises like any stage.
 
 from __future__ import annotations
 
+import io
 import math
-from pathlib import Path
 
 import optuna
 from optuna.trial import TrialState
 
-from transfer.coord import coord_check, plot_coord
+from transfer.coord import CoordResult, coord_check
 from transfer.curves import extend_points, grid
 from transfer.hparams import MODEL_HPARAMS
 from transfer.search import Context, n_finished, run_one, work
@@ -148,7 +148,9 @@ def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
                  limits_from(ctx.cfg.validation, target_width=target_width), coord)
 
 
-def run_coord_check(ctx: Context, hp: dict, plots: Path | None) -> dict:
+def run_coord_check(ctx: Context, hp: dict) -> CoordResult:
+    """The coordinate check across `validation.coord_widths` (those the family can build), with
+    the tuned multipliers and lr."""
     v = ctx.cfg.validation
     family = ctx.plan.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
     widths = []
@@ -158,22 +160,20 @@ def run_coord_check(ctx: Context, hp: dict, plots: Path | None) -> dict:
             widths.append(w)
         except ValueError:
             continue
-    res = coord_check(family, widths=widths, corpus=ctx.corpus, steps=v.coord_steps,
-                      lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed, max_slope=v.coord_max_slope)
-    if plots is not None:
-        plot_coord(res, plots / "coord_check.png")
-    return res.to_dict()
+    return coord_check(family, widths=widths, corpus=ctx.corpus, steps=v.coord_steps,
+                       lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed, max_slope=v.coord_max_slope)
 
 
-def plot_transfer(verdict: Verdict, path: Path, *, label: str = "width") -> None:
-    """Validation loss vs log2 lr, one curve per width, optima marked: the μTransfer figure.
-    `label` names the curves' key (`"layers"` for the depth check)."""
-    import matplotlib
+def transfer_png(verdict: Verdict, *, label: str = "width") -> bytes:
+    """Validation loss vs log2 lr, one curve per width, optima marked: the μTransfer figure, as
+    PNG bytes for the run folder (`transfer.outputs`). `label` names the curves' key
+    (`"layers"` for the depth check, `"tokens"` for the horizon check)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # plotting only: not on import
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    FigureCanvasAgg(fig)  # an Agg canvas without touching pyplot's global backend
+    ax = fig.subplots()
     for w in verdict.widths:
         c = verdict.curves[w]
         line = ax.errorbar(c["log2_lr"], c["loss"],
@@ -194,6 +194,6 @@ def plot_transfer(verdict: Verdict, path: Path, *, label: str = "width") -> None
                  f"[{lo:+.2f}, {hi:+.2f}] log2(lr)")
     ax.legend()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    return buf.getvalue()

@@ -184,6 +184,10 @@ class Archive:
         have = ", ".join(self.names()) or "none"
         return ArchiveError(f"no run {name!r} in {self.root}; available: {have}")
 
+    def has(self, name: str, relpath: str | Path) -> bool:
+        """Whether run `name` holds the file `relpath` (e.g. a plot a resumed run keeps)."""
+        return self._path(name, relpath).is_file()
+
     def runs(self) -> pd.DataFrame:
         """The index, one row per readable run; broken run folders are skipped with a warning."""
         df = self._read_index_or_empty()
