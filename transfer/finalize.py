@@ -1,7 +1,8 @@
 """After the stages: the validator's grids, then — once per run — the verdicts, the emitted
 config, the cost, and every result file (through `transfer.outputs`).
 
-Every worker trains its share of the grids; the one that claims the run under the run lock judges them and writes the results,
+Every worker trains its share of the grids (`run_grids`: the same grids for all, so they cannot
+diverge); the one that claims the run under the run lock judges them and writes the results,
 every other worker exits after the grids.
 """
 
@@ -54,7 +55,8 @@ class Checks:
 
 def run_grids(ctx: Context, hp: dict) -> optuna.Study | None:
     """This worker's share of every validation grid the config asks for: the width grid, then
-    the depth and horizon grids (which copy points from it). None when validation is off."""
+    the depth and horizon grids (which copy points from it). None when validation is off.
+    Worker processes and the finalizing one both call this: they train the same grids."""
     if not ctx.cfg.validation.enabled:
         return None
     study = run_grid(ctx, hp)

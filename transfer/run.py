@@ -14,31 +14,25 @@ import time
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from transfer import depth
 from transfer.archive import code_version
 from transfer.errors import UserError
-from transfer.finalize import finalize, write_partial
+from transfer.finalize import finalize, run_grids, write_partial
 from transfer.plan import make_context, plan_sweep
 from transfer.predict import predict_and_check_cap
 from transfer.reuse import reuse_archived
 from transfer.search import BudgetStop, run_stages, start_workers
 from transfer.storage import make_storage
-from transfer.validator import run_grid
 
 
 def _worker_job(cfg_container: dict, worker: int) -> None:
-    """What a local worker process runs (`start_workers`): the same stages and grids on the
-    same studies, no finalisation."""
+    """What a local worker process runs (`start_workers`): the same stages and the same grids
+    (`run_grids`, as the finalizing process) on the same studies, no finalisation."""
     cfg = OmegaConf.create(cfg_container)
     plan = plan_sweep(cfg)
     storage = make_storage(cfg.storage, run_dir=plan.archive.run_dir(plan.name))
     ctx = make_context(plan, storage, worker=worker)
     try:
-        hp = run_stages(ctx)
-        if cfg.validation.enabled:
-            study = run_grid(ctx, hp)
-            if depth.enabled(cfg):
-                depth.run_depth_grid(ctx, hp, study)
+        run_grids(ctx, run_stages(ctx))
     except UserError as e:
         print(f"worker {worker}: {e}", file=sys.stderr)
 
