@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # a type only: the summary needs no Optuna
 def run_lines(*, name: str, run_dir: Path, stages: Sequence[StageSummary],
               verdict: Verdict | None, cost: Mapping, target: Mapping) -> list[str]:
     """The sweep's closing summary: one line per stage, the verdict, the target's cost and the
-    tuning's share of it, then what μP did not transfer."""
+    tuning's share of it, then the names of what μP did not transfer."""
     lines = [f"\n== {name}  ({run_dir})"]
     for s in stages:
         best = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
@@ -36,9 +36,17 @@ def run_lines(*, name: str, run_dir: Path, stages: Sequence[StageSummary],
         f"({cost['tuning_fraction']:.2e} of it); saved "
         + ("nothing claimed (not validated)" if cost["saved_gpu_hours"] is None
            else f"{cost['saved_gpu_hours']:.3g} GPU-h vs fitting own laws"))
-    lines.append("   not transferred by μP: regularisation; batch size, warmup and token horizon "
-                 "only empirically; see target.yaml provenance")
+    lines.append(not_transferred_line(target))
     return lines
+
+
+def not_transferred_line(target: Mapping) -> str:
+    """target.yaml's `provenance.not_transferred`, by name: each item's reason is there, and the
+    named rule that set each value (transfer.scaling) is in `train.provenance`."""
+    items = (target.get("provenance") or {}).get("not_transferred") or []
+    names = list(dict.fromkeys(i["name"] for i in items))  # in order, each once
+    return (f"   not transferred by μP: {', '.join(names) or 'nothing listed'} (reasons: "
+            "target.yaml provenance.not_transferred; the rules that set them: train.provenance)")
 
 
 def verdict_lines(verdict: Verdict) -> list[str]:

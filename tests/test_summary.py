@@ -1,0 +1,20 @@
+"""transfer.summary: what a finished sweep prints."""
+
+from __future__ import annotations
+
+from transfer.summary import not_transferred_line
+
+
+def test_not_transferred_line_names_target_yaml_items_in_order_once():
+    target = {"provenance": {"not_transferred": [
+        {"name": "weight_decay", "reason": "rule"}, {"name": "batch_size", "reason": "rule"},
+        {"name": "proxy_shape", "reason": "a"}, {"name": "proxy_shape", "reason": "b"},
+        {"name": "seq_len", "reason": "differs"}]}}
+    line = not_transferred_line(target)
+    assert "weight_decay, batch_size, proxy_shape, seq_len (" in line
+    assert "provenance.not_transferred" in line and "train.provenance" in line
+    assert "empirically" not in line  # batch and warmup are set by named rules (issue 11)
+
+
+def test_not_transferred_line_without_items_says_so():
+    assert "nothing listed" in not_transferred_line({"provenance": {"not_transferred": []}})
