@@ -22,7 +22,7 @@ from optuna.trial import TrialState
 from transfer.coord import CoordResult, coord_png, depth_coord_check
 from transfer.curves import extend_points, grid
 from transfer.hparams import MODEL_HPARAMS
-from transfer.search import Context, n_finished, run_one, work
+from transfer.search import Context, n_finished, predict_seconds, queued_seconds, run_one, work
 from transfer.validator import (
     curves_from,
     finished_at_width,
@@ -117,7 +117,13 @@ def run_depth_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optuna.
         if not study.get_trials(deepcopy=False):
             _queue(ctx, study, width_study, grid(center, v.points, v.step_log2), center)
     contexts = {l0: at_depth(ctx, l0), l1: at_depth(ctx, l1)}
-    ctx.progress.stage_start(STAGE, n_finished(study), len(study.get_trials(deepcopy=False)))
+
+    def left() -> float:  # predicted seconds of the queued points, each at its own depth
+        return queued_seconds(study, lambda p: predict_seconds(contexts[p["n_layers"]], hp,
+                                                               ctx.plan.width))
+
+    ctx.progress.stage_start(STAGE, n_finished(study), len(study.get_trials(deepcopy=False)),
+                             left())
     while True:
         for trial in work(ctx, study, None):
             x = trial.suggest_float("log2_lr", lo, hi)
@@ -126,7 +132,7 @@ def run_depth_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optuna.
             run_one(contexts[n], study, trial, dict(hp, lr=2.0 ** x, n_layers=n),
                     width=ctx.plan.width, seed=validation_seed(ctx.cfg.proxy.seed, seed),
                     stage=STAGE, prune=False)
-            ctx.progress.update(n_finished(study), None)
+            ctx.progress.update(n_finished(study), None, remaining_seconds=left())
         new = _extend(ctx, study, width_study, center)
         if new is None:
             continue

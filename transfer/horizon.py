@@ -32,7 +32,7 @@ from optuna.trial import TrialState
 
 from transfer import scaling
 from transfer.curves import extend_points, grid
-from transfer.search import Context, n_finished, run_one, work
+from transfer.search import Context, n_finished, predict_seconds, queued_seconds, run_one, work
 from transfer.validator import (
     curves_from,
     finished_at_width,
@@ -63,7 +63,8 @@ def budgets(cfg) -> tuple[int, int]:
 def at_tokens(ctx: Context, tokens: int) -> Context:
     """The context whose trials train on `tokens` tokens (everything else as set)."""
     cfg = OmegaConf.merge(ctx.cfg, {"train": {"tokens": int(tokens)}})
-    return dataclasses.replace(ctx, cfg=cfg, _probe={})
+    # the same shapes: the probe's step and eval times hold, only the step count differs
+    return dataclasses.replace(ctx, cfg=cfg, _probe=ctx._probe)
 
 
 def open_horizon_study(ctx: Context) -> optuna.Study:
@@ -126,7 +127,13 @@ def run_horizon_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optun
         if not study.get_trials(deepcopy=False):
             _queue(ctx, study, width_study, grid(center, v.points, v.step_log2), center)
     contexts = {short: at_tokens(ctx, short), full: ctx}
-    ctx.progress.stage_start(STAGE, n_finished(study), len(study.get_trials(deepcopy=False)))
+
+    def left() -> float:  # predicted seconds of the queued points, each at its own budget
+        return queued_seconds(study, lambda p: predict_seconds(contexts[p["tokens"]], hp,
+                                                               ctx.plan.width))
+
+    ctx.progress.stage_start(STAGE, n_finished(study), len(study.get_trials(deepcopy=False)),
+                             left())
     while True:
         for trial in work(ctx, study, None):
             x = trial.suggest_float("log2_lr", lo, hi)
@@ -134,7 +141,7 @@ def run_horizon_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optun
             seed = trial.suggest_categorical("seed", list(range(v.seeds)))
             run_one(contexts[n], study, trial, dict(hp, lr=2.0 ** x), width=ctx.plan.width,
                     seed=validation_seed(ctx.cfg.proxy.seed, seed), stage=STAGE, prune=False)
-            ctx.progress.update(n_finished(study), None)
+            ctx.progress.update(n_finished(study), None, remaining_seconds=left())
         new = _extend(ctx, study, width_study, center)
         if new is None:
             continue

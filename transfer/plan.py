@@ -109,7 +109,8 @@ def make_context(plan: Plan, storage, *, worker: int = 0) -> Context:
     ctx = Context(cfg=cfg, plan=plan.proxies, corpus=plan.corpus, storage=storage,
                   lock=run_lock(cfg.storage.kind, run_dir=run_dir, storage=storage, name=plan.name),
                   run_name=plan.name, device=cfg.device,
-                  progress=Progress(cfg.progress if worker == cfg.worker * cfg.workers else "off"),
+                  progress=Progress(cfg.progress if worker == cfg.worker * cfg.workers else "off",
+                                    workers=cfg.workers),
                   worker=worker)
     started = time.time()
     ctx.spent = lambda: spent(ctx, started)

@@ -18,7 +18,7 @@ from optuna.trial import TrialState
 from transfer.coord import CoordResult, coord_check
 from transfer.curves import extend_points, grid
 from transfer.hparams import MODEL_HPARAMS
-from transfer.search import Context, n_finished, run_one, work
+from transfer.search import Context, n_finished, predict_seconds, queued_seconds, run_one, work
 from transfer.verdict import Limits, Verdict, judge
 
 
@@ -105,7 +105,12 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
     widths = [ctx.plan.width, ctx.plan.validation_width]
     study = open_validation_study(ctx)
     enqueue_grid(ctx, study, center)
-    ctx.progress.stage_start("validation", n_finished(study), len(study.get_trials(deepcopy=False)))
+
+    def left() -> float:  # predicted seconds of the queued points, each at its own width
+        return queued_seconds(study, lambda p: predict_seconds(ctx, hp, p["width"]))
+
+    ctx.progress.stage_start("validation", n_finished(study), len(study.get_trials(deepcopy=False)),
+                             left())
     while True:
         for trial in work(ctx, study, None):
             x = trial.suggest_float("log2_lr", lo, hi)
@@ -114,7 +119,7 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
             run_one(ctx, study, trial, dict(hp, lr=2.0 ** x), width=width,
                     seed=validation_seed(ctx.cfg.proxy.seed, seed), stage="validation",
                     prune=False)
-            ctx.progress.update(n_finished(study), None)
+            ctx.progress.update(n_finished(study), None, remaining_seconds=left())
         new = extend_grid(ctx, study, center)
         if new is None:
             continue  # others' points first: `work` runs or waits for them
@@ -123,7 +128,7 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
         ctx.progress.line(f"validation: optimum at the grid's edge; extending to log2 lr "
                           f"{', '.join(f'{x:.2f}' for x in new)}")
         ctx.progress.stage_start("validation", n_finished(study),
-                                 len(study.get_trials(deepcopy=False)))
+                                 len(study.get_trials(deepcopy=False)), left())
     ctx.progress.stage_end()
     return study
 

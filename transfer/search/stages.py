@@ -110,8 +110,9 @@ def run_stages(ctx: Context) -> dict:
         previous = best_trial(open_study(ctx, index - 1, cfg.stages.order[index - 1])) \
             if index > 0 else None
         seed_stage(ctx, study, space, hp, previous, total, name)
-        per_trial = predict_seconds(ctx, hp, ctx.plan.width)
         done = min(n_finished(study), total)
+        # a finished stage (a resumed or re-emitted run) must not train even a probe
+        per_trial = predict_seconds(ctx, hp, ctx.plan.width) if done < total else 0.0
         ctx.progress.stage_start(name, done, total, (total - done) * per_trial)
         for trial in work(ctx, study, total):
             trial_hp = dict(hp, **{k: suggest(trial, k, p) for k, p in space.items()})

@@ -1,0 +1,126 @@
+"""The README's main command, timed from a fresh archive: wall time per phase, predicted vs
+measured, and the verdict — for this checkout and, side by side in the same invocation, for an
+older commit (`--baseline REV`, run from a `git worktree` with this venv's python).
+
+    python benchmarks/default_run.py                               # μP, budget=default, 1 run
+    python benchmarks/default_run.py --repeats 2 --also-sp         # + the SP run
+    python benchmarks/default_run.py --budget smoke --repeats 3    # the plumbing budget
+    python benchmarks/default_run.py --baseline a604fb7            # old vs new, one after the other
+
+Runs are sequential (never two at once: they would share the cores they are timing). Each run
+gets its own empty archive under --out. Prints one table; --json writes every number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PHASES = ("startup", "probes", "stages", "validation", "horizon", "depth", "coord", "finalize")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="3b")
+    p.add_argument("--budget", default="default")
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--also-sp", action="store_true", help="also run proxy.parametrization=sp")
+    p.add_argument("--baseline", help="a git revision to time the same way, before this checkout")
+    p.add_argument("--override", action="append", default=[], help="extra Hydra override")
+    p.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "default_run")
+    p.add_argument("--json", type=Path, help="write every run's numbers here")
+    args = p.parse_args(argv)
+    if args.repeats < 1:
+        p.error(f"--repeats must be >= 1, got {args.repeats=}")
+    return args
+
+
+def worktree(rev: str, out: Path) -> Path:
+    path = out / f"code-{rev}"
+    if not path.exists():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), rev],
+                       check=True, capture_output=True)
+    return path
+
+
+def one_run(code: Path, label: str, overrides: list[str], archive: Path) -> dict:
+    """The README command in a subprocess; wall time from outside, phases from cost.json."""
+    cmd = [sys.executable, "-m", "transfer.sweep", *overrides, f"archive_dir={archive}",
+           "progress=lines"]
+    env = dict(os.environ, PYTHONPATH=str(code))
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    runs = [d for d in archive.iterdir() if d.is_dir() and (d / "cost.json").exists()]
+    row = {"label": label, "code": str(code), "overrides": overrides, "exit": proc.returncode,
+           "wall_seconds": wall}
+    if not runs:
+        row["error"] = proc.stderr.strip().splitlines()[-1:] or ["no run folder"]
+        return row
+    run = runs[0]
+    cost = json.loads((run / "cost.json").read_text())
+    pred = cost.get("prediction") or {}
+    row.update(measured_phases=cost.get("phases", {}), predicted_phases=pred.get("phases", {}),
+               predicted_seconds=pred.get("total_seconds", cost.get("cap", {}).get(
+                   "predicted_seconds")), inside_seconds=cost.get("wall_seconds"))
+    val = run / "validation.json"
+    if val.exists():
+        v = json.loads(val.read_text())
+        row.update(outcome=v.get("outcome"), drift=v.get("drift_log2"), drift_ci=v.get("drift_ci"))
+    return row
+
+
+def fmt(row: dict) -> str:
+    if "error" in row:
+        return f"| {row['label']} | exit {row['exit']}: {row['error'][0]} |"
+    pred = row.get("predicted_seconds")
+    err = "—" if not pred else f"{pred / row['wall_seconds'] - 1:+.0%}"
+    ph = row["measured_phases"]
+    pp = row["predicted_phases"]
+    cells = " | ".join(
+        f"{ph.get(k, 0):.0f}" + (f" / {pp[k]:.0f}" if k in pp else "") for k in PHASES)
+    drift = "" if row.get("drift") is None else (
+        f"{row['drift']:+.2f} [{row['drift_ci'][0]:+.2f}, {row['drift_ci'][1]:+.2f}]")
+    return (f"| {row['label']} | {row['exit']} | {row.get('outcome', '—')} {drift} | "
+            f"{row['wall_seconds']:.0f} | {'—' if not pred else f'{pred:.0f}'} | {err} | {cells} |")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    base = [f"model={args.model}", f"budget={args.budget}", *args.override]
+    variants = [("mup", base)] + ([("sp", [*base, "proxy.parametrization=sp"])]
+                                  if args.also_sp else [])
+    codes = ([(f"{args.baseline}", worktree(args.baseline, args.out))] if args.baseline else [])
+    codes.append(("this checkout", ROOT))
+    rows = []
+    for rep in range(args.repeats):
+        for code_label, code in codes:
+            for name, ovr in variants:
+                archive = args.out / f"archive-{len(rows)}"
+                if archive.exists():
+                    subprocess.run(["rm", "-rf", str(archive)], check=True)
+                label = f"{code_label}, {name}, run {rep + 1}"
+                print(f"running {label} ...", file=sys.stderr, flush=True)
+                rows.append(one_run(code, label, ovr, archive))
+                print(fmt(rows[-1]), file=sys.stderr, flush=True)
+    head = ("| run | exit | verdict, drift [90 % CI] | wall s | predicted s | error | "
+            + " | ".join(f"{k} s (measured / predicted)" for k in PHASES) + " |")
+    print(head)
+    print("|" + "---|" * (6 + len(PHASES)))
+    for r in rows:
+        print(fmt(r))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
