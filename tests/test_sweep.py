@@ -10,6 +10,7 @@ import contextlib
 import io
 import json
 import math
+import multiprocessing as mp
 import os
 import signal
 import subprocess
@@ -403,12 +404,15 @@ def _deadline(seconds: int):
 
 
 def _on_worker_trial(monkeypatch, action=None) -> list:
-    """Hold this process's first training until the spawned worker trains a first-stage trial
+    """Hold this process's first training after the worker is spawned (the timing probes come
+    before) until the spawned worker trains a first-stage trial
     (a spawned process needs seconds to import; alone, this process could finish first), then
     call `action(trial)` on it. The worker itself trains unpatched. Returns the seen trials."""
     real, me, seen = training.run_training, this_process(), []
 
     def gated(ctx, *args, **kwargs):
+        if not mp.active_children():  # the timing probes, before the worker is spawned
+            return real(ctx, *args, **kwargs)
         deadline = time.monotonic() + 180
         while not seen and time.monotonic() < deadline:
             study = optuna.load_study(study_name=study_name(ctx.run_name, 0, "lr"),

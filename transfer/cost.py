@@ -335,6 +335,27 @@ def cost_report(model: Mapping | Any, hardware: Mapping | Any, cost_conf: Mappin
     }
 
 
+def phase_report(measured: dict[str, float], prediction: Mapping | None,
+                 wall_seconds: float) -> dict:
+    """cost.json's `phases` (wall seconds measured per phase; `finalize` is the rest of the
+    launch: planning, fits, plots, writes), `prediction` (made before training: what was spent
+    by then, startup and probes, plus the predicted phases) and `prediction_error` (predicted ÷
+    measured − 1, whole launch, startup included)."""
+    spent_before = {k: measured[k] for k in ("startup", "probes") if k in measured}
+    total = measured.get("startup", 0.0) + wall_seconds
+    phases = dict(measured)
+    phases["finalize"] = max(0.0, total - sum(v for k, v in measured.items()
+                                              if k != "finalize"))
+    out: dict = {"phases": {k: round(v, 3) for k, v in phases.items()},
+                 "measured_seconds": total}
+    if prediction is not None:
+        predicted = sum(spent_before.values()) + float(prediction["seconds"])
+        out["prediction"] = {**dict(prediction), "spent_before": spent_before,
+                             "total_seconds": predicted}
+        out["prediction_error"] = predicted / total - 1 if total > 0 else None
+    return out
+
+
 def budget_summary(cost: Mapping) -> dict:
     """The short `budget` block of target.yaml, from a `cost_report` result."""
     t, tu, nv = cost["target"], cost["tuning"], cost["naive"]

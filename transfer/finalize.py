@@ -24,6 +24,7 @@ from transfer.emit import emit_target
 from transfer.errors import EXIT_OK, EXIT_REJECTED, verdict_exit_code
 from transfer.hparams import TUNABLE
 from transfer.outputs import COORD_PLOT, RunFiles, report_plots, write_run
+from transfer.phases import timed
 from transfer.plan import Plan, plain_config
 from transfer.report import render_report
 from transfer.search import Context, StageSummary, open_study, summarize
@@ -59,11 +60,14 @@ def run_grids(ctx: Context, hp: dict) -> optuna.Study | None:
     Worker processes and the finalizing one both call this: they train the same grids."""
     if not ctx.cfg.validation.enabled:
         return None
-    study = run_grid(ctx, hp)
+    with timed(ctx.phases, "validation"):
+        study = run_grid(ctx, hp)
     if depth.enabled(ctx.cfg):
-        depth.run_depth_grid(ctx, hp, study)
+        with timed(ctx.phases, "depth"):
+            depth.run_depth_grid(ctx, hp, study)
     if horizon.enabled(ctx.cfg):
-        horizon.run_horizon_grid(ctx, hp, study)
+        with timed(ctx.phases, "horizon"):
+            horizon.run_horizon_grid(ctx, hp, study)
     return study
 
 
@@ -96,7 +100,8 @@ def validate_transfer(ctx: Context, hp: dict, *, coord_plotted: bool,
     coord = study.user_attrs.get("coord_check")
     if coord is None or not coord_plotted:
         t = time.perf_counter()
-        res = run_coord_check(ctx, hp)
+        with timed(ctx.phases, "coord"):
+            res = run_coord_check(ctx, hp)
         plots["coord_check.png"] = coord_png(res)
         coord_seconds = time.perf_counter() - t
         coord = res.to_dict()
@@ -145,16 +150,20 @@ def _measured(trials: pd.DataFrame, coord_seconds: float) -> dict:
                            "flops": float(val.flops.fillna(0).sum())}}
 
 
-def _cost(plan: Plan, trials: pd.DataFrame, stages: list[StageSummary], *, coord_seconds: float,
-          started: float, **kw) -> dict:
-    """cost.json: the target's cost, the tuning's as measured, and this launch's wall time."""
+def _cost(plan: Plan, ctx: Context, trials: pd.DataFrame, stages: list[StageSummary], *,
+          coord_seconds: float, started: float, **kw) -> dict:
+    """cost.json: the target's cost, the tuning's as measured, this launch's wall time, and
+    its phases as predicted before training and as measured (`transfer.predict`)."""
     cfg = plan.cfg
+    pred = ctx.prediction
     c = costs.cost_report(
         OmegaConf.to_container(cfg.model, resolve=True),
         OmegaConf.to_container(cfg.hardware, resolve=True),
         OmegaConf.to_container(cfg.cost, resolve=True),
-        measured=_measured(trials, coord_seconds), stages=[s.to_dict() for s in stages], **kw)
+        measured=_measured(trials, coord_seconds), stages=[s.to_dict() for s in stages],
+        predicted_seconds=None if pred is None else pred["seconds"], **kw)
     c["wall_seconds"] = time.time() - started
+    c.update(costs.phase_report(dict(ctx.phases), pred, c["wall_seconds"]))
     return c
 
 
@@ -249,8 +258,9 @@ def _checks(plan: Plan, ctx: Context, hp: dict) -> Checks | None:
     if checks is None:
         return None
     if depth.enabled(cfg):
-        checks.depth, plots = depth.validate_depth(ctx, hp, checks.study,
-                                                   target_depth=int(cfg.model.n_layers))
+        with timed(ctx.phases, "coord"):  # the depth coordinate check (its grid is trained)
+            checks.depth, plots = depth.validate_depth(ctx, hp, checks.study,
+                                                       target_depth=int(cfg.model.n_layers))
         checks.plots.update(plots)
     if horizon.enabled(cfg):
         checks.horizon, checks.horizon_result, plots = horizon.validate_horizon(
@@ -272,7 +282,8 @@ def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
     depth_v = None if checks is None else checks.depth
     stages, trials = summarize(ctx), trials_frame(ctx)
     validated = bool(v and v.passed)
-    c = _cost(plan, trials, stages, coord_seconds=0.0 if checks is None else checks.coord_seconds,
+    c = _cost(plan, ctx, trials, stages,
+              coord_seconds=0.0 if checks is None else checks.coord_seconds,
               started=started, validated=validated)
     target = _target(plan, hp, checks, c)
     config = plain_config(cfg, plan.proxies.derived)
@@ -313,7 +324,7 @@ def write_partial(plan: Plan, ctx: Context, reason: str, *, started: float) -> N
     """A run stopped by its spending cap: keep the trials and the cost so far, and say why."""
     stages = summarize(ctx)
     trials = trials_frame(ctx)
-    c = _cost(plan, trials, stages, coord_seconds=0.0, started=started, stopped_by_cap=True,
+    c = _cost(plan, ctx, trials, stages, coord_seconds=0.0, started=started, stopped_by_cap=True,
               cap_note=reason)
     write_run(plan.archive, plan.name, RunFiles(
         config=plain_config(plan.cfg, plan.proxies.derived), trials=trials, cost=c,

@@ -14,13 +14,14 @@ import time
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from transfer import predict
 from transfer.archive import code_version
 from transfer.errors import UserError
 from transfer.finalize import finalize, run_grids, write_partial
+from transfer.phases import process_age, timed
 from transfer.plan import make_context, plan_sweep
-from transfer.predict import predict_and_check_cap
 from transfer.reuse import reuse_archived
-from transfer.search import BudgetStop, run_stages, start_workers
+from transfer.search import BudgetStop, run_stages, start_workers, threads_per_process
 from transfer.storage import make_storage
 
 
@@ -41,11 +42,17 @@ def run_sweep(cfg: DictConfig) -> int:
     """The whole job; returns the exit code (0 validated, 3 rejected, 4 inconclusive). Raises
     UserError. Optuna's logging is the caller's (the CLI quiets it: `transfer.sweep`)."""
     started = time.time()
+    phases = {"startup": process_age()}  # interpreter, imports, Hydra: before this function
     plan = plan_sweep(cfg)
+    if cfg.workers > 1:  # this process trains one share of the cores, like each worker; the
+        torch.set_num_threads(threads_per_process(cfg.workers))  # probes time that share
     storage = None
     if cfg.storage.kind == "postgres":  # connect before creating anything in the archive
         storage = make_storage(cfg.storage, run_dir=plan.archive.run_dir(plan.name))
-    predict_and_check_cap(plan)  # refuses to start over the cap, before the archive is touched
+    early = predict.before_archive(plan)  # with a cap: refuse to start over it, before the
+    if early is not None:                   # archive is touched
+        with timed(phases, "probes"):
+            pred = predict.predict_and_check_cap(plan, early)
     run_dir = plan.archive.create_run(
         plan.name, fingerprint=plan.fingerprint, model=cfg.model.name,
         parametrization=cfg.proxy.parametrization,
@@ -59,11 +66,18 @@ def run_sweep(cfg: DictConfig) -> int:
     ctx = make_context(plan, storage, worker=cfg.worker * cfg.workers)
     if reused:
         ctx.progress.line(reused)
-    procs, threads = start_workers(cfg, _worker_job)
-    if threads is not None:  # this process trains too: one share of the cores, like each worker
-        torch.set_num_threads(threads)
+    if early is None:  # no cap: predicted here, for what is left (a re-emit probes nothing)
+        with timed(phases, "probes"):
+            pred = predict.predict_run(ctx)
+    else:
+        ctx._probe.update(early._probe)  # the probes are not paid twice
+    ctx.phases.update(phases)
+    ctx.prediction = pred
+    ctx.progress.line(predict.line(pred, phases))
+    procs, _ = start_workers(cfg, _worker_job)  # after the probes: they time an idle machine
     try:
-        hp = run_stages(ctx)
+        with timed(ctx.phases, "stages"):
+            hp = run_stages(ctx)
         code = finalize(plan, ctx, hp, started=started)
     except BudgetStop as e:
         write_partial(plan, ctx, str(e), started=started)

@@ -30,3 +30,5 @@ class Context:
     worker: int = 0
     spent: Callable[[], tuple[float, float]] | None = None  # (seconds, flops) so far, all workers
     _probe: dict = field(default_factory=dict)  # (width, batch size) -> timings, see probe.py
+    phases: dict = field(default_factory=dict)  # phase -> wall seconds (transfer.phases)
+    prediction: dict | None = None  # transfer.predict.predict_run, made before training

@@ -1,0 +1,77 @@
+"""The whole-run prediction: every phase from the probes, what a resumed run has left, and
+cost.json's predicted-vs-measured record. Timings are injected into the probe cache, so the
+arithmetic is checked without timing anything."""
+
+import json
+import math
+
+from helpers_sweep import TINY, compose_cfg, only_run
+
+from transfer import predict
+from transfer.plan import plan_sweep
+from transfer.search import Context
+from transfer.sweep import sweep
+
+STEP, EVAL, SETUP = 0.01, 0.05, 0.2  # seconds: a step, an evaluation, building a trial
+
+
+def _ctx(overrides: list[str]) -> Context:
+    plan = plan_sweep(compose_cfg([*TINY, *overrides]))
+    ctx = Context(cfg=plan.cfg, plan=plan.proxies, corpus=plan.corpus, storage=None, lock=None,
+                  run_name=plan.name, device="cpu")
+    fam = plan.proxies
+    for w in (fam.width, fam.validation_width):
+        for b in (8, 16, 32, 64):
+            ctx._probe[(w, b)] = (STEP * w / fam.width, EVAL, SETUP)  # nothing is trained
+    return ctx
+
+
+def _trial(ctx: Context, width: int, tokens: int | None = None) -> float:
+    cfg = ctx.cfg
+    steps = (tokens or cfg.train.tokens) // (cfg.train.batch_size * ctx.plan.family.seq_len)
+    return SETUP + steps * STEP * width / ctx.plan.width + cfg.train.n_evals * EVAL
+
+
+def test_stages_count_copied_incumbents_and_median_pruning():
+    ctx = _ctx(["validation.enabled=false", "stages.stage.lr.trials=6",
+                "stages.stage.warmup.trials=3", "stages.order=[lr,warmup]", "pruner.kind=median",
+                "train.n_evals=4", "pruner.warmup_evals=1"])
+    full = _trial(ctx, ctx.plan.width)
+    keep = 1 - 0.5 * (1 - 2 / 4)  # half the prunable trials stop after 2 of 4 evaluations
+    pred = predict.predict_run(ctx)
+    assert math.isclose(pred["stages"]["lr"], 2 * full + 4 * full * keep)
+    # warmup: its first trial is lr's winner, copied (0 s); the next one is still in start-up
+    assert math.isclose(pred["stages"]["warmup"], full + full * keep)
+    assert set(pred["phases"]) == {"stages", "finalize"}  # no grids: validation is off
+
+
+def test_no_pruner_prices_every_trial_in_full():
+    ctx = _ctx(["validation.enabled=false", "stages.order=[lr]", "stages.stage.lr.trials=5",
+                "pruner.kind=none"])
+    assert math.isclose(predict.predict_run(ctx)["phases"]["stages"],
+                        5 * _trial(ctx, ctx.plan.width))
+
+
+def test_grids_price_each_width_and_the_short_horizon():
+    ctx = _ctx(["validation.points=3", "validation.seeds=2", "validation.horizon_enabled=true",
+                "validation.horizon_ratio=4"])
+    pred = predict.predict_run(ctx)
+    w0, w1 = ctx.plan.width, ctx.plan.validation_width
+    assert math.isclose(pred["phases"]["validation"], 6 * (_trial(ctx, w0) + _trial(ctx, w1)))
+    short = int(ctx.cfg.train.tokens) // 4
+    assert math.isclose(pred["phases"]["horizon"], 6 * _trial(ctx, w0, short))
+    assert pred["phases"]["coord"] > 0 and pred["phases"]["finalize"] == predict.FINALIZE_SECONDS
+    assert math.isclose(pred["seconds"], sum(pred["phases"].values()))
+
+
+def test_cost_json_records_prediction_and_phases(tmp_path):
+    code = sweep(compose_cfg([*TINY, f"archive_dir={tmp_path}/sweeps", "validation.points=3",
+                              "validation.seeds=1", "validation.max_extend=0"]))
+    assert code in (3, 4)
+    c = json.loads((only_run(tmp_path / "sweeps") / "cost.json").read_text())
+    for phase in ("stages", "validation", "coord", "finalize"):
+        assert phase in c["phases"] and phase in c["prediction"]["phases"], phase
+    assert {"startup", "probes"} <= set(c["prediction"]["spent_before"])
+    total = c["prediction"]["total_seconds"]
+    assert math.isclose(c["prediction_error"], total / c["measured_seconds"] - 1)
+    assert math.isclose(sum(c["phases"].values()), c["measured_seconds"], rel_tol=1e-3)
