@@ -19,7 +19,8 @@ CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
 # Smaller than budget=smoke: 10 steps at batch 16 on the tiny proxy, 1-3 s a trial on 2 cores.
-TINY = ["model=tiny", "budget=smoke", "hardware=cpu", "train.tokens=5120", "progress=lines"]
+TINY = ["model=tiny", "budget=smoke", "hardware=cpu", "train.tokens=5120", "progress=lines",
+        "workers=1"]  # one process: a test run's sampler sequence is reproducible
 
 
 def compose_cfg(overrides: list[str]) -> DictConfig:

@@ -203,6 +203,7 @@ BAD = [
     pytest.param(["pruner.kind=hyperband"], "pruner.kind", "median, halving or none",
                  id="unknown-pruner"),
     pytest.param(["workers=0"], "workers", ">= 1", id="workers-zero"),
+    pytest.param(["workers=many"], "workers", "workers=auto", id="workers-word"),
     pytest.param(["storage.kind=sqlite"], "storage.kind", "storage=journal", id="unknown-storage"),
     pytest.param(["validation.points=2"], "validation.points", ">= 3", id="validation-points"),
 ]

@@ -22,7 +22,8 @@ SMALL = ["model=tiny", "budget=smoke", "proxy.width=16", "proxy.validation_width
          "train.tokens=6144", "train.n_evals=2", "stages.stage.lr.trials=4",
          "stages.stage.batch_size.trials=2", "stages.stage.warmup.trials=2",
          "validation.coord_widths=[16,32]", "validation.coord_steps=2", "progress=lines",
-         "storage=postgres", "storage.heartbeat_interval=1", "storage.grace_period=4"]
+         "storage=postgres", "storage.heartbeat_interval=1", "storage.grace_period=4",
+         "workers=1"]
 COUNTS = {"00-lr": 4, "01-batch_size": 2, "02-warmup": 2}
 # The validation grid: 3 points × 2 widths × 1 seed, plus one point per width on each side the
 # optimum sat at the grid's edge (budget=smoke: validation.max_extend=1), each exactly once.

@@ -22,7 +22,8 @@ CONF = str(Path(__file__).resolve().parent.parent / "conf")
 SMALL = ["model=tiny", "budget=smoke", "proxy.width=16", "proxy.validation_width=32",
          "train.tokens=8192", "train.n_evals=2", "stages.stage.lr.trials=3",
          "stages.stage.batch_size.trials=2", "stages.stage.warmup.trials=1",
-         "validation.coord_widths=[16,32]", "validation.coord_steps=2", "progress=off"]
+         "validation.coord_widths=[16,32]", "validation.coord_steps=2", "progress=off",
+         "workers=1"]
 
 
 def _cfg(archive: Path, *extra: str):

@@ -89,6 +89,8 @@ def custom_proxies(cfg: DictConfig, *, build: Callable | None = None
     """
     cfg = copy.deepcopy(cfg)
     cfg.stages.order = [STAGE]
+    if cfg.workers == "auto":  # a custom model is validated in one process
+        cfg.workers = 1
     check_config(cfg)
     _check_custom(cfg)
     target = _target(cfg, build)

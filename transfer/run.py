@@ -8,9 +8,11 @@ input is checked before the archive is touched.
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 
+import optuna
 import torch
 from omegaconf import DictConfig, OmegaConf
 
@@ -21,14 +23,21 @@ from transfer.finalize import finalize, run_grids, write_partial
 from transfer.phases import process_age, timed
 from transfer.plan import make_context, plan_sweep
 from transfer.reuse import reuse_archived
-from transfer.search import BudgetStop, run_stages, start_workers, threads_per_process
+from transfer.search import (
+    BudgetStop,
+    resolve_workers,
+    run_stages,
+    start_workers,
+    threads_per_process,
+)
 from transfer.storage import make_storage
 
 
 def _worker_job(cfg_container: dict, worker: int) -> None:
     """What a local worker process runs (`start_workers`): the same stages and the same grids
     (`run_grids`, as the finalizing process) on the same studies, no finalisation."""
-    cfg = OmegaConf.create(cfg_container)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # spawned: the CLI's setting is not
+    cfg = OmegaConf.create(cfg_container)                 # inherited; progress lines only
     plan = plan_sweep(cfg)
     storage = make_storage(cfg.storage, run_dir=plan.archive.run_dir(plan.name))
     ctx = make_context(plan, storage, worker=worker)
@@ -43,6 +52,9 @@ def run_sweep(cfg: DictConfig) -> int:
     UserError. Optuna's logging is the caller's (the CLI quiets it: `transfer.sweep`)."""
     started = time.time()
     phases = {"startup": process_age()}  # interpreter, imports, Hydra: before this function
+    if cfg.workers == "auto":  # a number from here on (workers and the fingerprint alike)
+        cfg = copy.deepcopy(cfg)
+        cfg.workers = resolve_workers(cfg.workers, str(cfg.device))
     plan = plan_sweep(cfg)
     if cfg.workers > 1:  # this process trains one share of the cores, like each worker; the
         torch.set_num_threads(threads_per_process(cfg.workers))  # probes time that share

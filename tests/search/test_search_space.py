@@ -50,3 +50,4 @@ def test_grid_points_int_and_categorical():
     assert grid_points(INT, step_log2=1.0, linear_points=7) == [1, 2, 3, 4]  # each value once
     assert grid_points(CAT, step_log2=1.0, linear_points=7) == [32, 8, 16]
     assert len(grid_points(LIN_FLOAT, step_log2=1.0, linear_points=7)) == 7
+

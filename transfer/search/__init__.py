@@ -44,7 +44,7 @@ from transfer.search.studies import (
 )
 from transfer.search.training import run_training, train_spec
 from transfer.search.trial import run_one, take_trial, work
-from transfer.search.workers import start_workers, threads_per_process
+from transfer.search.workers import resolve_workers, start_workers, threads_per_process
 
 __all__ = [
     "FINISHED",
@@ -78,6 +78,7 @@ __all__ = [
     "summarize",
     "take_trial",
     "threads_per_process",
+    "resolve_workers",
     "train_spec",
     "work",
 ]

@@ -15,6 +15,16 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 
+def resolve_workers(workers, device: str) -> int:
+    """`workers=auto` as a number: 2 on a CPU with >= 2 cores (measured faster than one
+    process with 2 threads: benchmarks/workers.py), 1 on an accelerator (one device, one
+    trainer) or a 1-core CPU; a number stays as it is."""
+    if workers != "auto":
+        return int(workers)
+    on_gpu = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+    return 1 if on_gpu or (os.cpu_count() or 1) < 2 else 2
+
+
 def threads_per_process(workers: int) -> int:
     """Torch intra-op threads for each of `workers` processes training side by side."""
     return max(1, (os.cpu_count() or 1) // workers)
