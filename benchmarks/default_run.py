@@ -86,8 +86,9 @@ def fmt(row: dict) -> str:
     pp = row["predicted_phases"]
     cells = " | ".join(
         f"{ph.get(k, 0):.0f}" + (f" / {pp[k]:.0f}" if k in pp else "") for k in PHASES)
-    drift = "" if row.get("drift") is None else (
-        f"{row['drift']:+.2f} [{row['drift_ci'][0]:+.2f}, {row['drift_ci'][1]:+.2f}]")
+    ci = row.get("drift_ci") or [None, None]
+    drift = "" if row.get("drift") is None else f"{row['drift']:+.2f}" + (
+        "" if None in ci else f" [{ci[0]:+.2f}, {ci[1]:+.2f}]")
     return (f"| {row['label']} | {row['exit']} | {row.get('outcome', '—')} {drift} | "
             f"{row['wall_seconds']:.0f} | {'—' if not pred else f'{pred:.0f}'} | {err} | {cells} |")
 

@@ -197,9 +197,10 @@ def summarise(offsets: list[float], losses: np.ndarray, n_boot: int, seed: int =
     """losses: (points, seeds). Distance of the fitted optimum from offset 0 (a bound when the
     best point is at the grid's edge), and the loss gap at offset 0."""
     def fit(mean: np.ndarray) -> tuple[float, float, bool]:
-        """The fitted optimum; its loss is never above the best measured mean (a poor parabola
-        must not make the gap negative)."""
-        x, y, edge = fit_optimum(offsets, list(mean), window=len(offsets))
+        """The fitted optimum (a parabola through the 5 points nearest the minimum, as the
+        validator fits); its loss is never above the best measured mean (a poor parabola must
+        not make the gap negative)."""
+        x, y, edge = fit_optimum(offsets, list(mean), window=min(5, len(offsets)))
         return x, min(y, float(np.nanmin(mean))), edge
 
     mean = np.nanmean(losses, axis=1)
