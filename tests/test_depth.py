@@ -10,13 +10,13 @@ import optuna
 import pytest
 import torch
 from mup import MuReadout
-from omegaconf import OmegaConf
 from optuna.trial import TrialState
 from torch import nn
 
 from proxies import TransformerFamily
 from proxies.custom import CustomFamily
 from transfer import depth, rules
+from transfer.config import Config, ProxyConf, ValidationConf
 from transfer.curves import grid
 from transfer.family import ProxyPlan
 from transfer.search import Context
@@ -26,8 +26,8 @@ V = {"points": 3, "seeds": 2, "step_log2": 1.0, "max_extend": 1, "depth": None}
 
 
 def ctx(**v) -> Context:
-    cfg = OmegaConf.create({"validation": {**V, **v, "depth_enabled": True},
-                            "proxy": {"seed": 0}})
+    cfg = Config(validation=ValidationConf(**{**V, **v, "depth_enabled": True}),
+                 proxy=ProxyConf(seed=0))
     fam = TransformerFamily(n_layers=2, d_head=8, seq_len=32, base_width=32)
     return Context(cfg=cfg, plan=ProxyPlan(fam, 32, 128, 32, {}), corpus=None, storage=None,
                    lock=contextlib.nullcontext, run_name="r")

@@ -13,11 +13,11 @@ import torch
 import yaml
 from helpers_sweep import TINY, compose_cfg, only_run
 from helpers_target import BASE_WIDTH, MODEL, PROXY, WINNERS
-from omegaconf import OmegaConf
 from optuna.trial import TrialState
 
 from proxies import TransformerFamily
 from transfer import horizon
+from transfer.config import Config, ProxyConf, TrainConf, ValidationConf
 from transfer.curves import grid
 from transfer.emit import emit_target
 from transfer.family import ProxyPlan
@@ -30,8 +30,8 @@ V = {"points": 3, "seeds": 2, "step_log2": 1.0, "max_extend": 1, "tolerance_log2
 
 
 def ctx(**v) -> Context:
-    cfg = OmegaConf.create({"validation": {**V, **v, "horizon_enabled": True},
-                            "proxy": {"seed": 0}, "train": {"tokens": 4096}})
+    cfg = Config(validation=ValidationConf(**{**V, **v, "horizon_enabled": True}),
+                 proxy=ProxyConf(seed=0), train=TrainConf(tokens=4096))
     fam = TransformerFamily(n_layers=2, d_head=8, seq_len=32, base_width=32)
     return Context(cfg=cfg, plan=ProxyPlan(fam, 32, 128, 32, {}), corpus=None, storage=None,
                    lock=contextlib.nullcontext, run_name="r")
@@ -63,7 +63,10 @@ def synthetic(v_short: float, v_full: float, noise: float, ratio: int = 4) -> di
 def test_budgets_are_a_quarter_apart_by_default():
     assert horizon.budgets(ctx().cfg) == (1024, 4096)
     assert horizon.budgets(ctx(horizon_ratio=8).cfg) == (512, 4096)
-    assert int(horizon.at_tokens(ctx(), 1024).cfg.train.tokens) == 1024
+    run = ctx()
+    short = horizon.at_tokens(run, 1024)
+    assert short.cfg.train.tokens == 1024 and short.cfg.validation == run.cfg.validation
+    assert run.cfg.train.tokens == 4096  # a copy: the run's own config is not changed
 
 
 def test_full_budget_points_are_copied_from_the_width_grid_and_short_ones_queued():
@@ -84,7 +87,7 @@ def test_full_budget_points_are_copied_from_the_width_grid_and_short_ones_queued
 
 def test_the_exponent_is_the_drift_per_octave_of_tokens():
     """Optimum 1 octave lower at 4× the tokens: e = −1 / 2 = −0.5; clean curves → tight."""
-    v = horizon.judge_horizon(synthetic(-6.0, -7.0, 0.001), -6.5, OmegaConf.create(V))
+    v = horizon.judge_horizon(synthetic(-6.0, -7.0, 0.001), -6.5, ValidationConf(**V))
     h = horizon.measure(v, rule="bjorck", beta=0.32)
     assert h["tokens"] == [1000, 4000] and h["octaves"] == pytest.approx(2.0)
     assert h["exponent"] == pytest.approx(v.drift_log2 / 2) and h["exponent"] == pytest.approx(
@@ -98,7 +101,7 @@ def test_the_exponent_is_the_drift_per_octave_of_tokens():
 
 
 def test_noisy_or_flat_curves_fall_back_to_the_rule():
-    v = horizon.judge_horizon(synthetic(-6.0, -7.0, 0.05), -6.5, OmegaConf.create(V))
+    v = horizon.judge_horizon(synthetic(-6.0, -7.0, 0.05), -6.5, ValidationConf(**V))
     h = horizon.measure(v, max_ci=0.01)
     assert not h["tight"] and h["used"] == "rule" and h["reasons"]
     assert "the rule" in horizon.line(h)

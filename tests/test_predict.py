@@ -17,7 +17,7 @@ STEP, EVAL, SETUP = 0.01, 0.05, 0.2  # seconds: a step, an evaluation, building 
 
 def _ctx(overrides: list[str]) -> Context:
     plan = plan_sweep(compose_cfg([*TINY, *overrides]))
-    ctx = Context(cfg=plan.cfg, plan=plan.proxies, corpus=plan.corpus, storage=None, lock=None,
+    ctx = Context(cfg=plan.config, plan=plan.proxies, corpus=plan.corpus, storage=None, lock=None,
                   run_name=plan.name, device="cpu")
     fam = plan.proxies
     for w in (fam.width, fam.validation_width):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, MissingMandatoryValue, OmegaConf
 
 from transfer import scaling as rules_
 from transfer.errors import UserError
@@ -362,3 +362,13 @@ def _check_scaling(s) -> None:
 
 def to_container(cfg: DictConfig) -> dict:
     return OmegaConf.to_container(cfg, resolve=True)
+
+
+def to_config(cfg: DictConfig) -> Config:
+    """The resolved config as plain `Config` dataclasses, no OmegaConf left: what the job layer
+    hands below it (the run `Context`). A config built without the schema (a spawned worker's,
+    from a container) is typed against it first; a value left `???` is a user error."""
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), cfg))
+    except MissingMandatoryValue as e:
+        raise UserError(f"{e.full_key} is not set (???); pass {e.full_key}=<value>") from None

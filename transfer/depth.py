@@ -38,13 +38,13 @@ STAGE = "validation_depth"
 
 
 def enabled(cfg) -> bool:
-    return bool(cfg.validation.get("depth_enabled", False))
+    return bool(cfg.validation.depth_enabled)
 
 
 def depths(ctx: Context) -> tuple[int, int]:
     """(L0, L1): the stages' depth and the deep proxy's."""
     l0 = int(ctx.plan.family.n_layers)
-    l1 = int(ctx.cfg.validation.get("depth") or 4 * l0)
+    l1 = int(ctx.cfg.validation.depth or 4 * l0)
     return l0, l1
 
 
@@ -149,7 +149,7 @@ def run_depth_coord(ctx: Context, hp: dict) -> CoordResult:
     v = ctx.cfg.validation
     l0, l1 = depths(ctx)
     family = ctx.plan.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
-    ds = sorted(set(v.get("coord_depths") or [l0, 2 * l0, 4 * l0, l1]))
+    ds = sorted(set(v.coord_depths or [l0, 2 * l0, 4 * l0, l1]))
     return depth_coord_check(family, depths=ds, width=ctx.plan.width, corpus=ctx.corpus,
                              steps=v.coord_steps, lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed,
                              max_slope=v.coord_max_slope)

@@ -8,6 +8,7 @@ every other worker exits after the grids.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import time
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 
 import optuna
 import pandas as pd
-from omegaconf import OmegaConf
 
 from transfer import cost as costs
 from transfer import depth, horizon, summary
@@ -154,12 +154,10 @@ def _cost(plan: Plan, ctx: Context, trials: pd.DataFrame, stages: list[StageSumm
           coord_seconds: float, started: float, **kw) -> dict:
     """cost.json: the target's cost, the tuning's as measured, this launch's wall time, and
     its phases as predicted before training and as measured (`transfer.predict`)."""
-    cfg = plan.cfg
+    cfg = ctx.cfg
     pred = ctx.prediction
     c = costs.cost_report(
-        OmegaConf.to_container(cfg.model, resolve=True),
-        OmegaConf.to_container(cfg.hardware, resolve=True),
-        OmegaConf.to_container(cfg.cost, resolve=True),
+        cfg.model, cfg.hardware, cfg.cost,
         measured=_measured(trials, coord_seconds), stages=[s.to_dict() for s in stages],
         predicted_seconds=None if pred is None else pred["seconds"], **kw)
     c["wall_seconds"] = time.time() - started
@@ -169,7 +167,7 @@ def _cost(plan: Plan, ctx: Context, trials: pd.DataFrame, stages: list[StageSumm
 
 def winners_for_emit(cfg, hp: dict, verdict: Verdict | None = None) -> dict:
     w = {k: hp[k] for k in TUNABLE}
-    w.update({k: cfg.train[k] for k in TRAIN_DEFAULT_KEYS})
+    w.update({k: getattr(cfg.train, k) for k in TRAIN_DEFAULT_KEYS})
     if emitted_log2_lr(verdict) is not None:
         w["lr"] = 2.0 ** emitted_log2_lr(verdict)
     return w
@@ -216,23 +214,23 @@ def _proxy_block(plan: Plan) -> dict:
             "readout_zero_init": plan.proxies.family.readout_zero_init}
 
 
-def _target(plan: Plan, hp: dict, checks: Checks | None, cost: dict) -> dict:
+def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dict) -> dict:
     """target.yaml: the emitted config, with where its lr came from and the verdicts."""
-    cfg = plan.cfg
+    cfg = ctx.cfg
     verdict = None if checks is None else checks.verdict
     extra = [{"name": "proxy_shape", "value": None, "reason": n} for n in plan.proxies.notes]
     if verdict is None:
         extra.append({"name": "validation", "value": None,
                       "reason": "validation.enabled=false: nothing was checked"})
     target = emit_target(
-        OmegaConf.to_container(cfg.model, resolve=True), base_width=plan.proxies.base_width,
+        dataclasses.asdict(cfg.model), base_width=plan.proxies.base_width,
         winners=winners_for_emit(cfg, hp, verdict), proxy=_proxy_block(plan),
         validated=bool(verdict and verdict.passed),
         drift_log2=None if verdict is None else verdict.drift_log2,
         fingerprint=plan.fingerprint, budget=costs.budget_summary(cost),
         created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         not_transferred_extra=extra, n_gpus=int(cfg.cost.n_gpus),
-        scaling=OmegaConf.to_container(cfg.scaling, resolve=True) if "scaling" in cfg else None,
+        scaling=dataclasses.asdict(cfg.scaling),
         depth=depth.summary(None if checks is None else checks.depth,
                             float(plan.proxies.derived.get("depth_alpha", 0.0))),
         horizon=None if checks is None else checks.horizon_result)
@@ -252,7 +250,7 @@ def _target(plan: Plan, hp: dict, checks: Checks | None, cost: dict) -> dict:
 def _checks(plan: Plan, ctx: Context, hp: dict) -> Checks | None:
     """The width check, and the depth and horizon checks where enabled; None for a worker that
     did not claim the run."""
-    cfg = plan.cfg
+    cfg = ctx.cfg
     checks = validate_transfer(ctx, hp, coord_plotted=plan.archive.has(plan.name, COORD_PLOT),
                                target_width=int(cfg.model.d_model))
     if checks is None:
@@ -285,7 +283,7 @@ def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
     c = _cost(plan, ctx, trials, stages,
               coord_seconds=0.0 if checks is None else checks.coord_seconds,
               started=started, validated=validated)
-    target = _target(plan, hp, checks, c)
+    target = _target(plan, ctx, hp, checks, c)
     config = plain_config(cfg, plan.proxies.derived)
     plots = {} if checks is None else checks.plots
     notes = write_run(archive, name, RunFiles(
@@ -300,7 +298,7 @@ def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
                              validation=None if v is None else v.to_dict(), target=target,
                              cost=c, plots=report_plots(archive, name, plots)),
         row={"name": name, "status": "finished" if v is None or validated else v.outcome,
-             "winners": winners_for_emit(cfg, hp, v), "validated": validated,
+             "winners": winners_for_emit(ctx.cfg, hp, v), "validated": validated,
              "drift_log2": None if v is None else v.drift_log2,
              "saved_gpu_hours": c["saved_gpu_hours"]}))
     for note in notes:

@@ -27,7 +27,6 @@ import dataclasses
 import math
 
 import optuna
-from omegaconf import OmegaConf
 from optuna.trial import TrialState
 
 from transfer import scaling
@@ -49,20 +48,20 @@ DEFAULT_MAX_CI = 0.2
 
 
 def enabled(cfg) -> bool:
-    return bool(cfg.validation.get("enabled", True)) and bool(
-        cfg.validation.get("horizon_enabled", False))
+    return bool(cfg.validation.enabled and cfg.validation.horizon_enabled)
 
 
 def budgets(cfg) -> tuple[int, int]:
     """(short, full): the token budgets of the two curves."""
     full = int(cfg.train.tokens)
-    ratio = float(cfg.validation.get("horizon_ratio") or 4)
+    ratio = float(cfg.validation.horizon_ratio)
     return int(full // ratio), full
 
 
 def at_tokens(ctx: Context, tokens: int) -> Context:
     """The context whose trials train on `tokens` tokens (everything else as set)."""
-    cfg = OmegaConf.merge(ctx.cfg, {"train": {"tokens": int(tokens)}})
+    train = dataclasses.replace(ctx.cfg.train, tokens=int(tokens))
+    cfg = dataclasses.replace(ctx.cfg, train=train)
     # the same shapes: the probe's step and eval times hold, only the step count differs
     return dataclasses.replace(ctx, cfg=cfg, _probe=ctx._probe)
 
@@ -200,10 +199,9 @@ def validate_horizon(ctx: Context, hp: dict, width_study: optuna.Study
     study = run_horizon_grid(ctx, hp, width_study)
     verdict = judge_horizon(curves(study, budgets(ctx.cfg)),
                             round(math.log2(float(hp["lr"])), 6), v)
-    s = ctx.cfg.get("scaling") or {}
-    result = measure(verdict, rule=s.get("horizon_rule", "bjorck"),
-                     beta=float(s.get("horizon_beta", scaling.BJORCK_BETA)),
-                     max_ci=float(v.get("horizon_max_ci") or DEFAULT_MAX_CI))
+    s = ctx.cfg.scaling
+    result = measure(verdict, rule=s.horizon_rule, beta=float(s.horizon_beta),
+                     max_ci=float(v.horizon_max_ci))
     return verdict, result, {"lr_horizon.png": transfer_png(verdict, label="tokens")}
 
 

@@ -5,7 +5,8 @@ name and archive. `plan_sweep` plans the built-in family's run (`python -m trans
 `plan_custom` a user's builder's (`python -m transfer.validate`, checks in `transfer.custom`);
 both end in the same tail (fingerprint, name, archive, writable check). Everything a user can
 get wrong is raised here, as a `UserError`, before anything is written. `make_context` then
-gives the plan's stages and grids their `Context`.
+gives the plan's stages and grids their `Context`, which carries the config as plain `Config`
+dataclasses (`Plan.config`): only the job layer reads the DictConfig.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import optuna
 from omegaconf import DictConfig, OmegaConf
 
 from transfer.archive import Archive, fingerprint, library_versions
-from transfer.config import check_config
+from transfer.config import Config, check_config, to_config
 from transfer.custom import custom_proxies
 from transfer.data import Corpus, load_corpus
 from transfer.errors import UserError
@@ -41,6 +42,7 @@ class Plan:
     fingerprint: str  # what the proxies' results depend on (transfer.archive.fingerprint)
     name: str  # the run folder's name
     archive: Archive
+    config: Config  # `cfg` as plain dataclasses (transfer.config.to_config): the Context's
 
 
 def plain_config(cfg: DictConfig, derived: dict) -> dict:
@@ -89,7 +91,7 @@ def _planned(cfg: DictConfig, proxies: ProxyPlan, corpus: Corpus, payload: dict,
     archive = Archive(Path(cfg.archive_dir).expanduser())
     archive.run_dir(name)  # a name= that is not a plain folder name is a user error
     _check_writable(archive.root)
-    return Plan(cfg, proxies, corpus, fp, name, archive)
+    return Plan(cfg, proxies, corpus, fp, name, archive, to_config(cfg))
 
 
 def _check_writable(root: Path) -> None:
@@ -103,8 +105,9 @@ def _check_writable(root: Path) -> None:
 
 def make_context(plan: Plan, storage, *, worker: int = 0) -> Context:
     """The Context the plan's stages and grids run in, on `storage`; progress is shown by the
-    launching process only (worker `worker * workers`)."""
-    cfg = plan.cfg
+    launching process only (worker `worker * workers`). Its `cfg` is `plan.config`: plain
+    dataclasses, not the DictConfig."""
+    cfg = plan.config
     run_dir = plan.archive.run_dir(plan.name)
     ctx = Context(cfg=cfg, plan=plan.proxies, corpus=plan.corpus, storage=storage,
                   lock=run_lock(cfg.storage.kind, run_dir=run_dir, storage=storage, name=plan.name),

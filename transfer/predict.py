@@ -140,7 +140,7 @@ def predict_run(ctx: Context) -> dict:
             # the depth coordinate check: a few steps at each of its depths, step time ∝ depth
             step_deep = deep._probe[(w0, int(hp["batch_size"]))][0]
             l0 = depth.depths(ctx)[0]
-            ds = set(v.get("coord_depths") or [l0, 2 * l0, 4 * l0, deep_layers])
+            ds = set(v.coord_depths or [l0, 2 * l0, 4 * l0, deep_layers])
             phases["coord"] = phases.get("coord", 0.0) + (
                 int(v.coord_steps) * 8 / int(hp["batch_size"])
                 * sum(step_deep * d / deep_layers for d in ds))
@@ -163,11 +163,11 @@ def predict_run(ctx: Context) -> dict:
             "not_predicted": "grid points added at an edge (validation.max_extend), divergence"}
 
 
-def predict_and_check_cap(plan: Plan, ctx: Context) -> dict:
+def predict_and_check_cap(ctx: Context) -> dict:
     """The prediction, made in `ctx` (whose probes the run then reuses); refuses to start
     (exit 2, prediction and cap printed) when it is over the cap."""
     pred = predict_run(ctx)
-    costs.check_cap(pred["device_hours"], pred["seconds"], plan.cfg.cost)
+    costs.check_cap(pred["device_hours"], pred["seconds"], ctx.cfg.cost)
     return pred
 
 
@@ -175,11 +175,11 @@ def before_archive(plan: Plan) -> Context | None:
     """With a cap set, the context the cap is checked in before the archive is touched (no
     storage yet: the whole run is predicted); None without a cap (predicted in the run's own
     context, for what is left of it)."""
-    c = plan.cfg.cost
-    if c.max_tuning_gpu_hours is None and c.max_wall_seconds is None:
+    cfg = plan.config  # plain dataclasses, as in every Context
+    if cfg.cost.max_tuning_gpu_hours is None and cfg.cost.max_wall_seconds is None:
         return None
-    return Context(cfg=plan.cfg, plan=plan.proxies, corpus=plan.corpus, storage=None,
-                   lock=None, run_name=plan.name, device=plan.cfg.device)
+    return Context(cfg=cfg, plan=plan.proxies, corpus=plan.corpus, storage=None, lock=None,
+                   run_name=plan.name, device=cfg.device)
 
 
 def line(pred: dict, spent: dict[str, float]) -> str:

@@ -39,7 +39,7 @@ def _worker_job(cfg_container: dict, worker: int) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # spawned: the CLI's setting is not
     cfg = OmegaConf.create(cfg_container)                 # inherited; progress lines only
     plan = plan_sweep(cfg)
-    storage = make_storage(cfg.storage, run_dir=plan.archive.run_dir(plan.name))
+    storage = make_storage(plan.config.storage, run_dir=plan.archive.run_dir(plan.name))
     ctx = make_context(plan, storage, worker=worker)
     try:
         run_grids(ctx, run_stages(ctx))
@@ -60,11 +60,11 @@ def run_sweep(cfg: DictConfig) -> int:
         torch.set_num_threads(threads_per_process(cfg.workers))  # probes time that share
     storage = None
     if cfg.storage.kind == "postgres":  # connect before creating anything in the archive
-        storage = make_storage(cfg.storage, run_dir=plan.archive.run_dir(plan.name))
+        storage = make_storage(plan.config.storage, run_dir=plan.archive.run_dir(plan.name))
     early = predict.before_archive(plan)  # with a cap: refuse to start over it, before the
     if early is not None:                   # archive is touched
         with timed(phases, "probes"):
-            pred = predict.predict_and_check_cap(plan, early)
+            pred = predict.predict_and_check_cap(early)
     run_dir = plan.archive.create_run(
         plan.name, fingerprint=plan.fingerprint, model=cfg.model.name,
         parametrization=cfg.proxy.parametrization,
@@ -72,7 +72,7 @@ def run_sweep(cfg: DictConfig) -> int:
         code_version=code_version())
     if storage is None:
         reused = reuse_archived(plan, run_dir) if cfg.reuse == "auto" else None
-        storage = make_storage(cfg.storage, run_dir=run_dir)
+        storage = make_storage(plan.config.storage, run_dir=run_dir)
     else:
         reused = None
     ctx = make_context(plan, storage, worker=cfg.worker * cfg.workers)
@@ -86,7 +86,8 @@ def run_sweep(cfg: DictConfig) -> int:
     ctx.phases.update(phases)
     ctx.prediction = pred
     ctx.progress.line(predict.line(pred, phases))
-    procs, _ = start_workers(cfg, _worker_job)  # after the probes: they time an idle machine
+    # after the probes: they time an idle machine
+    procs, _ = start_workers(OmegaConf.to_container(cfg, resolve=True), _worker_job)
     try:
         with timed(ctx.phases, "stages"):
             hp = run_stages(ctx)

@@ -39,22 +39,22 @@ def validate(cfg: DictConfig, *, build: Callable | None = None) -> int:
     Raises UserError (`AuditFailed` lists every finding) for bad input, before any training.
     Optuna's logging is the caller's (`run` and `validate_model` quiet it)."""
     plan = plan_custom(cfg, build=build)
-    cfg, proxies = plan.cfg, plan.proxies
+    proxies = plan.proxies
     run_dir = plan.archive.create_run(
         plan.name, fingerprint=plan.fingerprint, model=proxies.derived["builder"],
         parametrization=proxies.derived["parametrization"],
         proxy_widths=[proxies.width, proxies.validation_width], code_version=code_version())
-    ctx = make_context(plan, make_storage(cfg.storage, run_dir=run_dir))
+    ctx = make_context(plan, make_storage(plan.config.storage, run_dir=run_dir))
     # train.lr is the lr stage's first trial: with stages.stage.lr.trials=1 it is the centre.
-    start = default_hparams(cfg)
-    seed_incumbent(ctx, open_study(ctx, 0, STAGE), stage_space(cfg, STAGE, start), start)
+    start = default_hparams(ctx.cfg)
+    seed_incumbent(ctx, open_study(ctx, 0, STAGE), stage_space(ctx.cfg, STAGE, start), start)
     hp = run_stages(ctx)
     checks = validate_transfer(ctx, hp, coord_plotted=plan.archive.has(plan.name, COORD_PLOT))
     if checks is None:
         raise UserError(f"another live process is validating run {plan.name!r}; wait for it, or "
                         "pass name=<another run name>")
     verdict, depth_verdict = checks.verdict, None
-    if depth.enabled(cfg):
+    if depth.enabled(ctx.cfg):
         depth_verdict, plots = depth.validate_depth(ctx, hp, checks.study)
         checks.plots.update(plots)
     write_run(plan.archive, plan.name, _files(plan, hp, verdict, depth_verdict, checks.plots,

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from transfer.config import Config
 from transfer.errors import UserError
 from transfer.family import ProxyPlan
 from transfer.progress import Progress
@@ -19,7 +20,7 @@ class BudgetStop(UserError):
 class Context:
     """Everything a worker needs; plain values plus the storage and the lock."""
 
-    cfg: Any  # resolved DictConfig
+    cfg: Config  # the resolved config as plain dataclasses (transfer.plan.make_context)
     plan: ProxyPlan
     corpus: Any
     storage: Any

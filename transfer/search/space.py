@@ -21,7 +21,7 @@ def default_hparams(cfg) -> dict:
     """Where the search starts: `train.*` and the proxy's multipliers; stages overwrite them."""
     t, p = cfg.train, cfg.proxy
     return {"lr": t.lr, "batch_size": t.batch_size, "warmup_fraction": t.warmup_fraction,
-            **{k: p[k] for k in MODEL_HPARAMS}}
+            **{k: getattr(p, k) for k in MODEL_HPARAMS}}
 
 
 def stage_space(cfg, stage: str, frozen: dict) -> dict:

@@ -12,7 +12,6 @@ import os
 from collections.abc import Callable
 
 import torch
-from omegaconf import DictConfig, OmegaConf
 
 
 def resolve_workers(workers, device: str) -> int:
@@ -30,22 +29,23 @@ def threads_per_process(workers: int) -> int:
     return max(1, (os.cpu_count() or 1) // workers)
 
 
-def start_workers(cfg: DictConfig, main: Callable[[dict, int], None]
+def start_workers(container: dict, main: Callable[[dict, int], None]
                   ) -> tuple[list[mp.Process], int | None]:
-    """Spawn this launch's workers 1..N-1, each calling `main(resolved cfg as a dict, worker)`
-    (`main` must be a module-level function: spawn imports it by name). Returns the processes
-    and the thread count the caller should train with; None when `workers=1` (nothing to share).
+    """Spawn this launch's workers 1..N-1, each calling `main(container, worker)`; `container`
+    is the resolved config as plain data, `workers` a number (`main` must be a module-level
+    function: spawn imports it by name). Returns the processes and the thread count the caller
+    should train with; None when `workers=1` (nothing to share).
     """
-    if cfg.workers <= 1:
+    workers = int(container["workers"])
+    if workers <= 1:
         return [], None
-    container = OmegaConf.to_container(cfg, resolve=True)
     spawn = mp.get_context("spawn")
-    first = cfg.worker * cfg.workers  # distinct sampler seeds across launches and processes
+    first = container["worker"] * workers  # distinct sampler seeds across launches, processes
     procs = [spawn.Process(target=_worker_main, args=(main, container, first + i), daemon=False)
-             for i in range(1, cfg.workers)]
+             for i in range(1, workers)]
     for p in procs:
         p.start()
-    return procs, threads_per_process(cfg.workers)
+    return procs, threads_per_process(workers)
 
 
 def _worker_main(main: Callable[[dict, int], None], cfg_container: dict, worker: int) -> None:
