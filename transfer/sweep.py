@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from transfer.clihelp import bad_group_option, help_text, wants_help
-from transfer.errors import EXIT_USER_ERROR
+from transfer.clihelp import CONF_DIR, bad_group_option, help_text, wants_help
+from transfer.errors import EXIT_USER_ERROR, exit_code
 
 SUMMARY = ("Tune a target's hyperparameters on μP proxies, validate the transfer, emit the "
            "full-scale config\n(sweeps/<run>/target.yaml, hf/config.json, cost.json, report.md).")
@@ -15,9 +15,8 @@ EXITS = ("exit codes: 0 validated, 3 rejected, 4 cannot tell (inconclusive), 2 b
 
 def sweep(cfg) -> int:
     """Run the sweep; a user error becomes exit code 2 and one line on stderr."""
-    import optuna  # the job's imports: not paid by --help
+    import optuna  # the job's imports (torch, Optuna, Hydra): not paid by --help
 
-    from transfer.errors import exit_code
     from transfer.run import run_sweep
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # our progress lines replace its logs
@@ -33,8 +32,7 @@ def main() -> None:
         sys.exit(EXIT_USER_ERROR)
     import hydra  # a real run: Hydra composes the config
 
-    from transfer.clihelp import CONF_DIR
-    from transfer.config import register_configs
+    from transfer.config import register_configs  # imports Hydra's ConfigStore: not for --help
 
     register_configs()
 
