@@ -9,13 +9,14 @@ import math
 import optuna
 import pytest
 import torch
+from helpers_grid import width_study
 from mup import MuReadout
 from optuna.trial import TrialState
 from torch import nn
 
 from proxies import TransformerFamily
 from proxies.custom import CustomFamily
-from transfer import depth, rules
+from transfer import axis_grid, depth, rules
 from transfer.config import Config, ProxyConf, ValidationConf
 from transfer.curves import grid
 from transfer.family import ProxyPlan
@@ -33,20 +34,6 @@ def ctx(**v) -> Context:
                    lock=contextlib.nullcontext, run_name="r")
 
 
-def width_study(xs: list[float], widths=(32, 128)) -> optuna.Study:
-    study = optuna.create_study()
-    d = {"log2_lr": optuna.distributions.FloatDistribution(-10, 0),
-         "width": optuna.distributions.CategoricalDistribution(list(widths)),
-         "seed": optuna.distributions.CategoricalDistribution([0, 1])}
-    for w in widths:
-        for s in (0, 1):
-            for x in xs:
-                study.add_trial(optuna.trial.create_trial(
-                    params={"log2_lr": x, "width": w, "seed": s}, distributions=d,
-                    value=3.0 + x * x / 100 + w / 1000 + s, user_attrs={"seconds": 5.0}))
-    return study
-
-
 def test_the_deep_proxy_is_four_times_deeper_by_default():
     assert depth.depths(ctx()) == (2, 8)
     assert depth.depths(ctx(depth=16)) == (2, 16)
@@ -62,7 +49,8 @@ def test_shallow_points_are_copied_from_the_width_grid_and_deep_ones_queued():
     c, xs = ctx(), grid(-6.0, 3, 1.0)
     src = width_study(xs)
     study = optuna.create_study()
-    depth._queue(c, study, src, xs + [-3.0], -6.0)  # -3.0: not in the width grid
+    # -3.0: not in the width grid
+    axis_grid.queue(c, depth.axis(c), study, src, xs + [-3.0], -6.0)
     trials = study.get_trials(deepcopy=False)
     copied = [t for t in trials if t.state == TrialState.COMPLETE]
     assert {(t.params["log2_lr"], t.params["seed"]) for t in copied} == {
@@ -79,7 +67,7 @@ def test_shallow_points_are_copied_from_the_width_grid_and_deep_ones_queued():
 def test_curves_are_keyed_by_depth():
     c, xs = ctx(), grid(-6.0, 3, 1.0)
     study = optuna.create_study()
-    depth._queue(c, study, width_study(xs), xs, -6.0)
+    axis_grid.queue(c, depth.axis(c), study, width_study(xs), xs, -6.0)
     out = depth.curves(study, (2, 8))
     assert [x for x, _ in out[2]] == xs and len(out[2][0][1]) == 2
     assert out[8] == []  # queued, not yet trained

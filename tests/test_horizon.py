@@ -11,12 +11,13 @@ import optuna
 import pytest
 import torch
 import yaml
+from helpers_grid import width_study
 from helpers_sweep import TINY, compose_cfg, only_run
 from helpers_target import BASE_WIDTH, MODEL, PROXY, WINNERS
 from optuna.trial import TrialState
 
 from proxies import TransformerFamily
-from transfer import horizon
+from transfer import axis_grid, horizon
 from transfer.config import Config, ProxyConf, TrainConf, ValidationConf
 from transfer.curves import grid
 from transfer.emit import emit_target
@@ -35,20 +36,6 @@ def ctx(**v) -> Context:
     fam = TransformerFamily(n_layers=2, d_head=8, seq_len=32, base_width=32)
     return Context(cfg=cfg, plan=ProxyPlan(fam, 32, 128, 32, {}), corpus=None, storage=None,
                    lock=contextlib.nullcontext, run_name="r")
-
-
-def width_study(xs: list[float], widths=(32, 128)) -> optuna.Study:
-    study = optuna.create_study()
-    d = {"log2_lr": optuna.distributions.FloatDistribution(-10, 0),
-         "width": optuna.distributions.CategoricalDistribution(list(widths)),
-         "seed": optuna.distributions.CategoricalDistribution([0, 1])}
-    for w in widths:
-        for s in (0, 1):
-            for x in xs:
-                study.add_trial(optuna.trial.create_trial(
-                    params={"log2_lr": x, "width": w, "seed": s}, distributions=d,
-                    value=3.0 + x * x / 100 + w / 1000 + s, user_attrs={"seconds": 5.0}))
-    return study
 
 
 def synthetic(v_short: float, v_full: float, noise: float, ratio: int = 4) -> dict:
@@ -72,7 +59,7 @@ def test_budgets_are_a_quarter_apart_by_default():
 def test_full_budget_points_are_copied_from_the_width_grid_and_short_ones_queued():
     c, xs = ctx(), grid(-6.0, 3, 1.0)
     study = optuna.create_study()
-    horizon._queue(c, study, width_study(xs), xs + [-3.0], -6.0)
+    axis_grid.queue(c, horizon.axis(c), study, width_study(xs), xs + [-3.0], -6.0)
     trials = study.get_trials(deepcopy=False)
     copied = [t for t in trials if t.state == TrialState.COMPLETE]
     assert {(t.params["log2_lr"], t.params["seed"]) for t in copied} == {

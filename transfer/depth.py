@@ -1,14 +1,11 @@
 """The depth check: does the tuned lr optimum stay put from the stages' depth to a deeper proxy?
 
-The same learning-rate grid as the width check (same centre, spacing, seeds and edge extension)
-at the stages' width, trained at the stages' depth L0 and at L1 = `validation.depth` (4 × L0 by
-default), judged by the same pure verdict (`transfer.verdict.judge`, `Limits(axis="depth")`)
-with the depth coordinate check (`transfer.coord.depth_coord_check`) as its coordinate rule.
-The L0 curve is the width check's narrow curve — same family, width, seeds and lrs, and training
-is deterministic — so its finished trials are copied in, not trained again; only L1 costs.
-
-The grid lives in its own Optuna study (`<run>:validation-depth`), so it resumes and shares
-work between workers like every stage. Off unless `validation.depth_enabled`.
+The learning-rate grid at the stages' width (`transfer.axis_grid`: the width check's centre,
+spacing, seeds and edge extension), trained at the stages' depth L0 — the width check's narrow
+curve, copied — and at L1 = `validation.depth` (4 × L0 by default), judged by the same pure
+verdict (`transfer.verdict.judge`, `Limits(axis="depth")`) with the depth coordinate check
+(`transfer.coord.depth_coord_check`) as its coordinate rule. Its own Optuna study,
+`<run>:validation-depth`. Off unless `validation.depth_enabled`.
 """
 
 from __future__ import annotations
@@ -17,20 +14,16 @@ import dataclasses
 import math
 
 import optuna
-from optuna.trial import TrialState
 
+from transfer.axis_grid import Axis, run_axis_grid
 from transfer.coord import CoordResult, coord_png, depth_coord_check
-from transfer.curves import extend_points, grid
 from transfer.hparams import MODEL_HPARAMS
-from transfer.search import Context, n_finished, predict_seconds, queued_seconds, run_one, work
+from transfer.search import Context
 from transfer.validator import (
     curves_from,
-    finished_at_width,
     limits_from,
-    lr_bounds,
     open_grid_study,
     transfer_png,
-    validation_seed,
 )
 from transfer.verdict import Verdict, judge
 
@@ -54,35 +47,18 @@ def at_depth(ctx: Context, n_layers: int) -> Context:
     return dataclasses.replace(ctx, plan=plan, _probe={})
 
 
+DEPTH_STUDY = "validation-depth"
+
+
+def axis(ctx: Context) -> Axis:
+    """The depth grid: L0 (the stages' depth, copied from the width grid) and L1."""
+    l0, l1 = depths(ctx)
+    return Axis(stage=STAGE, study=DEPTH_STUDY, param="n_layers", values=(l0, l1), copied=l0,
+                contexts={l0: at_depth(ctx, l0), l1: at_depth(ctx, l1)}, in_hparams=True)
+
+
 def open_depth_study(ctx: Context) -> optuna.Study:
-    return open_grid_study(ctx, "validation-depth")
-
-
-def _queue(ctx: Context, study: optuna.Study, width_study: optuna.Study, xs: list[float],
-           center: float) -> None:
-    """Queue (depth, seed, lr) points; an L0 point the width grid has already trained is
-    copied in (same family, width, seed and lr: the same deterministic run)."""
-    v, (l0, l1) = ctx.cfg.validation, depths(ctx)
-    lo, hi = lr_bounds(center, v)
-    dists = {"log2_lr": optuna.distributions.FloatDistribution(lo, hi),
-             "n_layers": optuna.distributions.CategoricalDistribution([l0, l1]),
-             "seed": optuna.distributions.CategoricalDistribution(list(range(v.seeds)))}
-    done = finished_at_width(width_study, ctx.plan.width)
-    for s in range(v.seeds):
-        for x in xs:
-            params = {"log2_lr": x, "n_layers": l0, "seed": s}
-            src = done.get((x, s))
-            if src is None:
-                study.enqueue_trial(params)
-            else:
-                study.add_trial(optuna.trial.create_trial(
-                    params=params, distributions=dists, state=src.state,
-                    value=src.value if src.state == TrialState.COMPLETE else None,
-                    user_attrs={**src.user_attrs, "stage": STAGE, "seconds": 0.0, "flops": 0.0,
-                                "tokens": 0, "copied_from_trial": src.number,
-                                "hparams": {**src.user_attrs.get("hparams", {}),
-                                            "n_layers": l0}}))
-            study.enqueue_trial({"log2_lr": x, "n_layers": l1, "seed": s})
+    return open_grid_study(ctx, DEPTH_STUDY)
 
 
 def curves(study: optuna.Study, ds: tuple[int, int]) -> dict:
@@ -90,58 +66,10 @@ def curves(study: optuna.Study, ds: tuple[int, int]) -> dict:
     return curves_from(study, ds, axis="n_layers")
 
 
-def _extend(ctx: Context, study: optuna.Study, width_study: optuna.Study, center: float
-            ) -> list[float] | None:
-    """As the width grid's `extend_grid`: points on the side where a depth's minimum sits at
-    the edge; None while other workers still have points to finish."""
-    v = ctx.cfg.validation
-    lo, hi = lr_bounds(center, v)
-    with ctx.lock():
-        if any(t.state in (TrialState.WAITING, TrialState.RUNNING)
-               for t in study.get_trials(deepcopy=False)):
-            return None
-        new = extend_points(curves(study, depths(ctx)), step=v.step_log2, lo=lo, hi=hi)
-        _queue(ctx, study, width_study, new, center)
-    return new
-
-
 def run_depth_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optuna.Study:
-    """Train this worker's share of the depth grid, extending it until both depths'
-    optima are bracketed or `validation.max_extend` is reached."""
-    v = ctx.cfg.validation
-    center = round(math.log2(hp["lr"]), 6)
-    lo, hi = lr_bounds(center, v)
-    l0, l1 = depths(ctx)
-    study = open_depth_study(ctx)
-    with ctx.lock():
-        if not study.get_trials(deepcopy=False):
-            _queue(ctx, study, width_study, grid(center, v.points, v.step_log2), center)
-    contexts = {l0: at_depth(ctx, l0), l1: at_depth(ctx, l1)}
-
-    def left() -> float:  # predicted seconds of the queued points, each at its own depth
-        return queued_seconds(study, lambda p: predict_seconds(contexts[p["n_layers"]], hp,
-                                                               ctx.plan.width))
-
-    ctx.progress.stage_start(STAGE, n_finished(study), len(study.get_trials(deepcopy=False)),
-                             left())
-    while True:
-        for trial in work(ctx, study, None):
-            x = trial.suggest_float("log2_lr", lo, hi)
-            n = trial.suggest_categorical("n_layers", [l0, l1])
-            seed = trial.suggest_categorical("seed", list(range(v.seeds)))
-            run_one(contexts[n], study, trial, dict(hp, lr=2.0 ** x, n_layers=n),
-                    width=ctx.plan.width, seed=validation_seed(ctx.cfg.proxy.seed, seed),
-                    stage=STAGE, prune=False)
-            ctx.progress.update(n_finished(study), None, remaining_seconds=left())
-        new = _extend(ctx, study, width_study, center)
-        if new is None:
-            continue
-        if not new:
-            break
-        ctx.progress.line(f"{STAGE}: optimum at the grid's edge; extending to log2 lr "
-                          f"{', '.join(f'{x:.2f}' for x in new)}")
-    ctx.progress.stage_end()
-    return study
+    """Train this worker's share of the depth grid (`transfer.axis_grid`), extending it until
+    both depths' optima are bracketed or `validation.max_extend` is reached."""
+    return run_axis_grid(ctx, hp, width_study, axis(ctx))
 
 
 def run_depth_coord(ctx: Context, hp: dict) -> CoordResult:

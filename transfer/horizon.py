@@ -1,10 +1,9 @@
 """The horizon check: how does the tuned lr optimum move with the token budget, on the proxies?
 
-The same learning-rate grid as the width check (same centre, spacing, fresh seeds and edge
-extension) at the stages' width, trained at `train.tokens / validation.horizon_ratio` tokens
-(¼ of the budget by default), beside the full-budget curve. The full-budget curve is the width
-check's narrow curve — same family, width, seeds, lrs and tokens, and training is deterministic
-— so its finished trials are copied in, not trained again; only the short runs cost.
+The learning-rate grid at the stages' width (`transfer.axis_grid`: the width check's centre,
+spacing, fresh seeds and edge extension), trained at `train.tokens / validation.horizon_ratio`
+tokens (¼ of the budget by default), beside the full-budget curve — the width check's narrow
+curve, copied in, not trained again: only the short runs cost.
 
 The two curves, keyed by token count, go through the shared-curvature fit of the pure verdict
 (`transfer.verdict.judge`, `Limits(axis="tokens")`, no coordinate check). Its drift (vertex at
@@ -17,8 +16,7 @@ both optima bracketed by the grid, curvature S/N ≥ `validation.min_curvature_s
 exponent's interval (at `validation.confidence`) no wider than `validation.horizon_max_ci`
 (0.2 by default: at ratio 4 that is 0.4 octave of drift, about a grid step).
 
-The grid lives in its own Optuna study (`<run>:validation-horizon`), so it resumes and shares
-work between workers like every stage. Off unless `validation.horizon_enabled`.
+Its own Optuna study, `<run>:validation-horizon`. Off unless `validation.horizon_enabled`.
 """
 
 from __future__ import annotations
@@ -27,19 +25,15 @@ import dataclasses
 import math
 
 import optuna
-from optuna.trial import TrialState
 
 from transfer import scaling
-from transfer.curves import extend_points, grid
-from transfer.search import Context, n_finished, predict_seconds, queued_seconds, run_one, work
+from transfer.axis_grid import Axis, run_axis_grid
+from transfer.search import Context
 from transfer.validator import (
     curves_from,
-    finished_at_width,
     limits_from,
-    lr_bounds,
     open_grid_study,
     transfer_png,
-    validation_seed,
 )
 from transfer.verdict import Verdict, judge
 
@@ -66,33 +60,18 @@ def at_tokens(ctx: Context, tokens: int) -> Context:
     return dataclasses.replace(ctx, cfg=cfg, _probe=ctx._probe)
 
 
+HORIZON_STUDY = "validation-horizon"
+
+
+def axis(ctx: Context) -> Axis:
+    """The horizon grid: the short budget and the full one (copied from the width grid)."""
+    short, full = budgets(ctx.cfg)
+    return Axis(stage=STAGE, study=HORIZON_STUDY, param="tokens", values=(short, full),
+                copied=full, contexts={short: at_tokens(ctx, short), full: ctx})
+
+
 def open_horizon_study(ctx: Context) -> optuna.Study:
-    return open_grid_study(ctx, "validation-horizon")
-
-
-def _queue(ctx: Context, study: optuna.Study, width_study: optuna.Study, xs: list[float],
-           center: float) -> None:
-    """Queue (tokens, seed, lr) points; a full-budget point the width grid has already trained
-    is copied in (same family, width, seed, lr and tokens: the same deterministic run)."""
-    v, (short, full) = ctx.cfg.validation, budgets(ctx.cfg)
-    lo, hi = lr_bounds(center, v)
-    dists = {"log2_lr": optuna.distributions.FloatDistribution(lo, hi),
-             "tokens": optuna.distributions.CategoricalDistribution([short, full]),
-             "seed": optuna.distributions.CategoricalDistribution(list(range(v.seeds)))}
-    done = finished_at_width(width_study, ctx.plan.width)
-    for s in range(v.seeds):
-        for x in xs:
-            params = {"log2_lr": x, "tokens": full, "seed": s}
-            src = done.get((x, s))
-            if src is None:
-                study.enqueue_trial(params)
-            else:
-                study.add_trial(optuna.trial.create_trial(
-                    params=params, distributions=dists, state=src.state,
-                    value=src.value if src.state == TrialState.COMPLETE else None,
-                    user_attrs={**src.user_attrs, "stage": STAGE, "seconds": 0.0, "flops": 0.0,
-                                "tokens": 0, "copied_from_trial": src.number}))
-            study.enqueue_trial({"log2_lr": x, "tokens": short, "seed": s})
+    return open_grid_study(ctx, HORIZON_STUDY)
 
 
 def curves(study: optuna.Study, ts: tuple[int, int]) -> dict:
@@ -100,56 +79,10 @@ def curves(study: optuna.Study, ts: tuple[int, int]) -> dict:
     return curves_from(study, ts, axis="tokens")
 
 
-def _extend(ctx: Context, study: optuna.Study, width_study: optuna.Study, center: float
-            ) -> list[float] | None:
-    """As the width grid's `extend_grid`; None while other workers still have points."""
-    v = ctx.cfg.validation
-    lo, hi = lr_bounds(center, v)
-    with ctx.lock():
-        if any(t.state in (TrialState.WAITING, TrialState.RUNNING)
-               for t in study.get_trials(deepcopy=False)):
-            return None
-        new = extend_points(curves(study, budgets(ctx.cfg)), step=v.step_log2, lo=lo, hi=hi)
-        _queue(ctx, study, width_study, new, center)
-    return new
-
-
 def run_horizon_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optuna.Study:
-    """Train this worker's share of the horizon grid, extending it until both budgets' optima
-    are bracketed or `validation.max_extend` is reached."""
-    v = ctx.cfg.validation
-    center = round(math.log2(hp["lr"]), 6)
-    lo, hi = lr_bounds(center, v)
-    short, full = budgets(ctx.cfg)
-    study = open_horizon_study(ctx)
-    with ctx.lock():
-        if not study.get_trials(deepcopy=False):
-            _queue(ctx, study, width_study, grid(center, v.points, v.step_log2), center)
-    contexts = {short: at_tokens(ctx, short), full: ctx}
-
-    def left() -> float:  # predicted seconds of the queued points, each at its own budget
-        return queued_seconds(study, lambda p: predict_seconds(contexts[p["tokens"]], hp,
-                                                               ctx.plan.width))
-
-    ctx.progress.stage_start(STAGE, n_finished(study), len(study.get_trials(deepcopy=False)),
-                             left())
-    while True:
-        for trial in work(ctx, study, None):
-            x = trial.suggest_float("log2_lr", lo, hi)
-            n = trial.suggest_categorical("tokens", [short, full])
-            seed = trial.suggest_categorical("seed", list(range(v.seeds)))
-            run_one(contexts[n], study, trial, dict(hp, lr=2.0 ** x), width=ctx.plan.width,
-                    seed=validation_seed(ctx.cfg.proxy.seed, seed), stage=STAGE, prune=False)
-            ctx.progress.update(n_finished(study), None, remaining_seconds=left())
-        new = _extend(ctx, study, width_study, center)
-        if new is None:
-            continue
-        if not new:
-            break
-        ctx.progress.line(f"{STAGE}: optimum at the grid's edge; extending to log2 lr "
-                          f"{', '.join(f'{x:.2f}' for x in new)}")
-    ctx.progress.stage_end()
-    return study
+    """Train this worker's share of the horizon grid (`transfer.axis_grid`), extending it
+    until both budgets' optima are bracketed or `validation.max_extend` is reached."""
+    return run_axis_grid(ctx, hp, width_study, axis(ctx))
 
 
 def judge_horizon(curves_: dict, tuned_log2: float, v) -> Verdict:

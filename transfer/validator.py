@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable
 
 import optuna
 from optuna.trial import TrialState
@@ -96,6 +97,30 @@ def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float]
     return new
 
 
+def train_grid(ctx: Context, study: optuna.Study, stage: str,
+               run: Callable[[optuna.Trial], None], extend: Callable[[], list[float] | None], left: Callable[[], float]) -> None:
+    """This worker's share of a grid study (the width grid's, the depth and horizon grids'):
+    `run` trains one taken trial; then `extend` queues points at an edge-hitting side (None:
+    other workers still have points; []: bracketed or capped, done); `left` is the queued
+    points' predicted seconds, for the ETA."""
+    ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
+                             left())
+    while True:
+        for trial in work(ctx, study, None):
+            run(trial)
+            ctx.progress.update(n_finished(study), None, remaining_seconds=left())
+        new = extend()
+        if new is None:
+            continue  # others' points first: `work` runs or waits for them
+        if not new:
+            break
+        ctx.progress.line(f"{stage}: optimum at the grid's edge; extending to log2 lr "
+                          f"{', '.join(f'{x:.2f}' for x in new)}")
+        ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
+                                 left())
+    ctx.progress.stage_end()
+
+
 def run_grid(ctx: Context, hp: dict) -> optuna.Study:
     """Train every queued grid point (this worker's share of them), extending the grid on the
     side where an optimum sits at its edge until both widths are bracketed or the cap is hit."""
@@ -106,30 +131,15 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
     study = open_validation_study(ctx)
     enqueue_grid(ctx, study, center)
 
-    def left() -> float:  # predicted seconds of the queued points, each at its own width
-        return queued_seconds(study, lambda p: predict_seconds(ctx, hp, p["width"]))
+    def run(trial: optuna.Trial) -> None:
+        x = trial.suggest_float("log2_lr", lo, hi)
+        width = trial.suggest_categorical("width", widths)
+        seed = trial.suggest_categorical("seed", list(range(v.seeds)))
+        run_one(ctx, study, trial, dict(hp, lr=2.0 ** x), width=width,
+                seed=validation_seed(ctx.cfg.proxy.seed, seed), stage="validation", prune=False)
 
-    ctx.progress.stage_start("validation", n_finished(study), len(study.get_trials(deepcopy=False)),
-                             left())
-    while True:
-        for trial in work(ctx, study, None):
-            x = trial.suggest_float("log2_lr", lo, hi)
-            width = trial.suggest_categorical("width", widths)
-            seed = trial.suggest_categorical("seed", list(range(v.seeds)))
-            run_one(ctx, study, trial, dict(hp, lr=2.0 ** x), width=width,
-                    seed=validation_seed(ctx.cfg.proxy.seed, seed), stage="validation",
-                    prune=False)
-            ctx.progress.update(n_finished(study), None, remaining_seconds=left())
-        new = extend_grid(ctx, study, center)
-        if new is None:
-            continue  # others' points first: `work` runs or waits for them
-        if not new:
-            break
-        ctx.progress.line(f"validation: optimum at the grid's edge; extending to log2 lr "
-                          f"{', '.join(f'{x:.2f}' for x in new)}")
-        ctx.progress.stage_start("validation", n_finished(study),
-                                 len(study.get_trials(deepcopy=False)), left())
-    ctx.progress.stage_end()
+    train_grid(ctx, study, "validation", run, lambda: extend_grid(ctx, study, center),
+               lambda: queued_seconds(study, lambda p: predict_seconds(ctx, hp, p["width"])))
     return study
 
 
