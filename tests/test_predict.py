@@ -45,6 +45,16 @@ def test_stages_count_copied_incumbents_and_median_pruning():
     assert set(pred["phases"]) == {"stages", "finalize"}  # no grids: validation is off
 
 
+def test_the_batch_stage_prices_the_choices_it_will_queue():
+    """Incumbent 32 of [8, 16, 32, 64], 2 trials: the copied incumbent and its nearest
+    neighbour, 16 (seed_stage's order), each at its own batch's step count."""
+    ctx = _ctx(["validation.enabled=false", "stages.order=[lr,batch_size]",
+                "stages.stage.batch_size.trials=2", "train.batch_size=32", "pruner.kind=none"])
+    cfg, seq = ctx.cfg, ctx.plan.family.seq_len
+    at_16 = SETUP + cfg.train.tokens // (16 * seq) * STEP + cfg.train.n_evals * EVAL
+    assert math.isclose(predict.predict_run(ctx)["stages"]["batch_size"], at_16)
+
+
 def test_no_pruner_prices_every_trial_in_full():
     ctx = _ctx(["validation.enabled=false", "stages.order=[lr]", "stages.stage.lr.trials=5",
                 "pruner.kind=none"])

@@ -24,25 +24,25 @@ divergence.
 
 from __future__ import annotations
 
-import math
-
 from transfer import cost as costs
 from transfer import depth, horizon
 from transfer.plan import Plan
 from transfer.search import (
+    PRUNER_STARTUP_TRIALS,
     Context,
     choices,
     default_hparams,
     n_finished,
+    nearest_choices,
     open_study,
     predict_seconds,
+    pruner_warmup,
     stage_space,
 )
 from transfer.validator import open_validation_study
 
 FINALIZE_SECONDS = 4.0  # fits, 4-6 PNGs, report, target.yaml, hf/: 2-5 s on 2 CPU cores here
 PRUNE_PROBABILITY = 0.5  # a median rule stops about half the trials it may stop
-PRUNER_STARTUP = 2  # MedianPruner(n_startup_trials=2) in transfer.search.studies
 
 
 def _stage_seconds(ctx: Context, hp: dict, index: int, name: str) -> float:
@@ -54,8 +54,8 @@ def _stage_seconds(ctx: Context, hp: dict, index: int, name: str) -> float:
     if len(space) == 1:  # one categorical parameter: its choices are queued, each probed
         pname, p = next(iter(space.items()))
         options = choices(p)
-        if options is not None and pname == "batch_size":
-            others = [c for c in options if c != hp["batch_size"]][:n - 1]
+        if options is not None and pname == "batch_size":  # as seed_stage queues them
+            others = nearest_choices(options, hp["batch_size"], n - 1)
             per_trial = [full] + [predict_seconds(ctx, dict(hp, batch_size=c), ctx.plan.width)
                                   for c in others]
     if index > 0:  # the incumbent: the previous stage's best, copied
@@ -64,11 +64,9 @@ def _stage_seconds(ctx: Context, hp: dict, index: int, name: str) -> float:
     if kind == "none":
         return sum(per_trial)
     evals = max(1, int(cfg.train.n_evals))
-    warm = max(int(cfg.pruner.warmup_evals),
-               math.ceil(float(cfg.train.warmup_fraction) * evals))
-    share = min(1.0, (warm + 1) / evals)  # trained before the first eligible evaluation
+    share = min(1.0, (pruner_warmup(cfg) + 1) / evals)  # trained before it may be pruned
     keep = 1.0 - PRUNE_PROBABILITY * (1.0 - share)
-    return sum(t if i < PRUNER_STARTUP else t * keep for i, t in enumerate(per_trial))
+    return sum(t if i < PRUNER_STARTUP_TRIALS else t * keep for i, t in enumerate(per_trial))
 
 
 def _coord_seconds(ctx: Context, hp: dict, t_step: dict[int, float]) -> float:

@@ -22,6 +22,7 @@ from transfer.search.space import (
     distribution,
     grid_points,
     in_space,
+    nearest_choices,
     stage_space,
     suggest,
 )
@@ -35,11 +36,13 @@ from transfer.search.stages import (
 )
 from transfer.search.studies import (
     FINISHED,
+    PRUNER_STARTUP_TRIALS,
     best_trial,
     close_orphans,
     make_pruner,
     n_finished,
     open_study,
+    pruner_warmup,
     study_name,
 )
 from transfer.search.training import run_training, train_spec
@@ -62,6 +65,8 @@ __all__ = [
     "grid_points",
     "in_space",
     "make_pruner",
+    "pruner_warmup",
+    "PRUNER_STARTUP_TRIALS",
     "n_finished",
     "open_study",
     "predict_seconds",
@@ -72,6 +77,7 @@ __all__ = [
     "seed_incumbent",
     "seed_stage",
     "stage_space",
+    "nearest_choices",
     "start_workers",
     "study_name",
     "suggest",

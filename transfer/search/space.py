@@ -39,6 +39,15 @@ def choices(p) -> list | None:
     return list(p.choices) if p.type == "categorical" else None
 
 
+def nearest_choices(options: list, current, k: int) -> list:
+    """Up to `k` of `options` other than `current`, nearest to it in the list first (ties:
+    the earlier one): what a one-categorical stage queues after its incumbent."""
+    here = options.index(current) if current in options else 0
+    others = sorted((c for c in options if c != current),
+                    key=lambda c: (abs(options.index(c) - here), options.index(c)))
+    return others[:max(0, k)]
+
+
 def suggest(trial: optuna.Trial, name: str, p) -> Any:
     if p.type == "categorical":
         return trial.suggest_categorical(name, list(p.choices))

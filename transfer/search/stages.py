@@ -20,6 +20,7 @@ from transfer.search.space import (
     default_hparams,
     distribution,
     in_space,
+    nearest_choices,
     stage_space,
     suggest,
 )
@@ -92,10 +93,8 @@ def seed_stage(ctx: Context, study: optuna.Study, space: dict, hp: dict,
             name, p = next(iter(space.items()))
             options = choices(p)
             if options is not None:
-                here = options.index(incumbent[name]) if name in incumbent else 0
-                others = sorted((c for c in options if c != incumbent.get(name)),
-                                key=lambda c: (abs(options.index(c) - here), options.index(c)))
-                for choice in others[:trials - len(study.get_trials(deepcopy=False))]:
+                left = trials - len(study.get_trials(deepcopy=False))
+                for choice in nearest_choices(options, incumbent.get(name), left):
                     study.enqueue_trial({name: choice})
 
 

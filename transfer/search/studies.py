@@ -22,11 +22,22 @@ def study_name(run_name: str, index: int, stage: str) -> str:
     return f"{run_name}:{index:02d}-{stage}"
 
 
-def make_pruner(cfg, steps_in_warmup: int) -> optuna.pruners.BasePruner:
+PRUNER_STARTUP_TRIALS = 2  # the median pruner compares against this many finished trials first
+
+
+def pruner_warmup(cfg) -> int:
+    """Evaluations before a trial can be pruned: `pruner.warmup_evals`, and never inside the lr
+    warmup."""
+    evals_in_warmup = math.ceil(cfg.train.warmup_fraction * cfg.train.n_evals)
+    return max(cfg.pruner.warmup_evals, evals_in_warmup)
+
+
+def make_pruner(cfg) -> optuna.pruners.BasePruner:
     kind = cfg.pruner.kind
-    warm = max(cfg.pruner.warmup_evals, steps_in_warmup)
+    warm = pruner_warmup(cfg)
     if kind == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=warm)
+        return optuna.pruners.MedianPruner(n_startup_trials=PRUNER_STARTUP_TRIALS,
+                                           n_warmup_steps=warm)
     if kind == "halving":
         return optuna.pruners.SuccessiveHalvingPruner(min_resource=warm + 1, reduction_factor=2)
     return optuna.pruners.NopPruner()
@@ -34,7 +45,6 @@ def make_pruner(cfg, steps_in_warmup: int) -> optuna.pruners.BasePruner:
 
 def open_study(ctx: Context, index: int, stage: str) -> optuna.Study:
     cfg = ctx.cfg
-    evals_in_warmup = math.ceil(cfg.train.warmup_fraction * cfg.train.n_evals)
 
     def sampler(existing: int) -> optuna.samplers.TPESampler:
         return optuna.samplers.TPESampler(
@@ -43,7 +53,7 @@ def open_study(ctx: Context, index: int, stage: str) -> optuna.Study:
 
     study = optuna.create_study(study_name=study_name(ctx.run_name, index, stage),
                                 storage=ctx.storage, sampler=sampler(0), direction="minimize",
-                                pruner=make_pruner(cfg, evals_in_warmup), load_if_exists=True)
+                                pruner=make_pruner(cfg), load_if_exists=True)
     # A resumed process would otherwise replay the killed one's random draws and train
     # finished configurations again; a fresh stage (no trials yet) keeps the plain seed.
     existing = len(study.get_trials(deepcopy=False))
