@@ -1,10 +1,13 @@
 """`--help` for the CLIs without Hydra: the config groups read off `conf/`, in well under a
 second (Hydra's own help composes every group's repository and took ~1.5-2 s here; it stays
-behind `--hydra-help`). Only the standard library is imported."""
+behind `--hydra-help`). Only the standard library (and `transfer.errors`) is imported."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+from transfer.errors import EXIT_USER_ERROR
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 HELP_FLAGS = ("--help", "-h")
@@ -45,6 +48,17 @@ def bad_group_option(argv: list[str], conf_dir: Path = CONF_DIR) -> str | None:
             return (f"unknown {g} {option!r}; available: {', '.join(known[g])} "
                     f"(pass {g}=<one of them>)")
     return None
+
+
+def answer_without_hydra(prog: str, summary: str, exits: str, argv: list[str]) -> None:
+    """Exit here for what needs no Hydra: `--help` (0, the help on stdout) and a misspelt group
+    option (2, one line on stderr); return otherwise, for Hydra to compose the config."""
+    if wants_help(argv):
+        print(help_text(prog, summary, exits))
+        sys.exit(0)
+    if (bad := bad_group_option(argv)) is not None:
+        print(bad, file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
 
 
 def help_text(prog: str, summary: str, exits: str) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from transfer.clihelp import CONF_DIR, bad_group_option, help_text, wants_help
-from transfer.errors import EXIT_USER_ERROR, exit_code
+from transfer.clihelp import CONF_DIR, answer_without_hydra
+from transfer.errors import exit_code
 
 SUMMARY = ("Tune a target's hyperparameters on μP proxies, validate the transfer, emit the "
            "full-scale config\n(sweeps/<run>/target.yaml, hf/config.json, cost.json, report.md).")
@@ -24,12 +24,7 @@ def sweep(cfg) -> int:
 
 
 def main() -> None:
-    if wants_help(sys.argv[1:]):  # answered from conf/ without importing Hydra (issue 14)
-        print(help_text("transfer.sweep", SUMMARY, EXITS))
-        sys.exit(0)
-    if (bad := bad_group_option(sys.argv[1:])) is not None:
-        print(bad, file=sys.stderr)
-        sys.exit(EXIT_USER_ERROR)
+    answer_without_hydra("transfer.sweep", SUMMARY, EXITS, sys.argv[1:])  # --help, typos
     import hydra  # a real run: Hydra composes the config
 
     from transfer.config import register_configs  # imports Hydra's ConfigStore: not for --help

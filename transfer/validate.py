@@ -19,10 +19,10 @@ from omegaconf import DictConfig
 
 from transfer import depth
 from transfer.archive import code_version
-from transfer.clihelp import CONF_DIR, bad_group_option, help_text, wants_help
+from transfer.clihelp import CONF_DIR, answer_without_hydra
 from transfer.config import register_configs
 from transfer.custom import STAGE
-from transfer.errors import EXIT_USER_ERROR, UserError, exit_code, verdict_exit_code
+from transfer.errors import UserError, exit_code, verdict_exit_code
 from transfer.finalize import mark_finalized, trials_frame, validate_transfer
 from transfer.outputs import COORD_PLOT, RunFiles, report_plots, write_run
 from transfer.plan import Plan, make_context, plain_config, plan_custom
@@ -150,12 +150,7 @@ def _hydra_main(cfg: DictConfig) -> None:
 def main() -> None:
     """`--help` and a misspelt group option are answered from conf/ (Hydra's help composes
     every group: ~1.5-2 s); anything else is Hydra's."""
-    if wants_help(sys.argv[1:]):
-        print(help_text("transfer.validate", SUMMARY, EXITS))
-        sys.exit(0)
-    if (bad := bad_group_option(sys.argv[1:])) is not None:
-        print(bad, file=sys.stderr)
-        sys.exit(EXIT_USER_ERROR)
+    answer_without_hydra("transfer.validate", SUMMARY, EXITS, sys.argv[1:])
     _hydra_main()
 
 
