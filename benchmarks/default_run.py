@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -106,8 +107,7 @@ def main(argv=None) -> int:
         for code_label, code in codes:
             for name, ovr in variants:
                 archive = args.out / f"archive-{len(rows)}"
-                if archive.exists():
-                    subprocess.run(["rm", "-rf", str(archive)], check=True)
+                shutil.rmtree(archive, ignore_errors=True)
                 label = f"{code_label}, {name}, run {rep + 1}"
                 print(f"running {label} ...", file=sys.stderr, flush=True)
                 rows.append(one_run(code, label, ovr, archive))
