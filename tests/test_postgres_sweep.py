@@ -84,17 +84,23 @@ def test_three_workers_exact_counts_one_result(make_postgres_db, tmp_path):
 
 def test_killed_worker_trial_is_retried(make_postgres_db, tmp_path):
     url = make_postgres_db("killed_worker")
-    victim = _launch(url, tmp_path, "kill", 0)
-    deadline = time.time() + 300
-    while time.time() < deadline:  # wait until the victim is inside a trial
+    running = []
+    for _ in range(3):  # a trial seen RUNNING may finish before the kill lands: try again
+        victim = _launch(url, tmp_path, "kill", 0)
+        deadline = time.time() + 300
+        while time.time() < deadline:  # wait until the victim is inside a trial
+            if any(t.state == TrialState.RUNNING for v in _studies(url, "kill").values()
+                   for t in v):
+                break
+            time.sleep(0.5)
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        # the trial it died in: RUNNING now that no process is alive to finish it
         running = [t for v in _studies(url, "kill").values() for t in v
                    if t.state == TrialState.RUNNING]
         if running:
             break
-        time.sleep(0.5)
-    assert running, "the worker never started a trial"
-    victim.send_signal(signal.SIGKILL)
-    victim.wait()
+    assert running, "the worker was never killed inside a trial"
     survivors = [_launch(url, tmp_path, "kill", i) for i in (1, 2)]
     outs = [p.communicate(timeout=600)[0] for p in survivors]
     _check_exits(survivors, outs)
