@@ -17,7 +17,14 @@ Goal (issue 13): false pass ≤ 5 % for sp, flat and drifting; true pass ≥ 90 
 "point rule" column is the verdict before issue 13 (pass when the point estimates of drift and
 gap are inside their limits, no intervals, no curvature test) on the same draws.
 
+`--compare` (issue 14: spend validation compute where the verdict needs it) also draws the
+alternatives to the pipeline's grid, from the same seed: both widths extended together (the
+grid before issue 14), 5 points instead of 7 at the wide width, and the wide grid centred on the
+narrow curve's lowest point once that is trained; with the points each trains per width and the
+cost in narrow-trial units (`--wide-cost`).
+
     python benchmarks/validator_power.py                       # default budget, 500 draws each
+    python benchmarks/validator_power.py --compare --point-std 0.062   # at twice the noise
     python benchmarks/validator_power.py --budget thorough --draws 1000
     python benchmarks/validator_power.py --from sweeps/<run>/validation.json
 """
@@ -33,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from transfer.curves import extend_points, grid
+from transfer.curves import extend_each, extend_points, grid, mean_curve
 from transfer.validator import limits_from
 from transfer.verdict import Limits, judge
 
@@ -69,7 +76,11 @@ def loss(x: np.ndarray, v: float, a: float, asym: float) -> np.ndarray:
 
 def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
          rng: np.random.Generator) -> tuple:
-    """One validation as the pipeline runs it: grid around the pick, extended until bracketed."""
+    """One validation as the pipeline runs it: the narrow grid around the pick; the wide grid
+    (`points_wide` points) around the pick, or — `focus` — around the narrow curve's lowest
+    point once the narrow grid is trained; each width extended at an edge until bracketed
+    (`focus`: only the width whose minimum is at the edge). Returns (outcome, old rule's pass,
+    drift, points trained at the narrow width, at the wide width)."""
     w0, w1 = design["widths"]
     drift = {"mup": 0.0, "sp": -0.6 * math.log2(w1 / w0), "flat": 0.0, "drifting": -1.0}[truth]
     a = {"flat": 0.0, "drifting": noise.curvature / 4}.get(truth, noise.curvature)
@@ -77,26 +88,52 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
     levels = {w0: 2.6, w1: 2.45}
     offsets = {w: rng.normal(0, noise.seed_offset_std, design["seeds"]) for w in (w0, w1)}
     centre = round(v0 + rng.normal(0, noise.pick_std), 6)
-    half = design["step"] * ((design["points"] - 1) / 2 + design["max_extend"])
-    lo, hi = centre - half, centre + half
-    xs = grid(centre, design["points"], design["step"])
+    step, focus = design["step"], design.get("focus", False)
+    each = focus or design.get("extend_each", False)
+    points_wide = design.get("points_wide") or design["points"]
     curves = {w0: [], w1: []}
 
-    def add(points):
-        for w in (w0, w1):
-            base = loss(np.asarray(points), vertex[w], a, noise.asymmetry) + levels[w]
-            for x, y in zip(points, base):
-                curves[w].append((x, list(y + offsets[w]
-                                          + rng.normal(0, noise.point_std, design["seeds"]))))
+    def add(w, points):
+        base = loss(np.asarray(points), vertex[w], a, noise.asymmetry) + levels[w]
+        for x, y in zip(points, base):
+            curves[w].append((x, list(y + offsets[w]
+                                      + rng.normal(0, noise.point_std, design["seeds"]))))
 
-    add(xs)
-    while new := extend_points(curves, step=design["step"], lo=lo, hi=hi):
-        add(new)
+    def bounds(c, n):
+        half = step * ((n - 1) / 2 + design["max_extend"])
+        return c - half, c + half
+
+    def extend(ws, lims):
+        if not each:  # every width gets every point either one needs
+            while new := extend_points({w: curves[w] for w in ws}, step=step, lo=lims[w0][0],
+                                       hi=lims[w0][1]):
+                for w in ws:
+                    add(w, new)
+            return
+        while new := extend_each({w: curves[w] for w in ws}, step=step, bounds=lims):
+            for w, xs in new.items():
+                add(w, xs)
+
+    lims = {w0: bounds(centre, design["points"])}
+    if focus:
+        add(w0, grid(centre, design["points"], step))
+        extend([w0], lims)
+        xs, ys = mean_curve(curves[w0])
+        fin = np.flatnonzero(np.isfinite(ys))
+        c1 = float(xs[fin[np.argmin(ys[fin])]]) if fin.size else centre
+        lims[w1] = bounds(c1, points_wide)
+        add(w1, grid(c1, points_wide, step))
+        extend([w1], lims)
+    else:
+        lims[w1] = bounds(centre, points_wide)
+        add(w0, grid(centre, design["points"], step))
+        add(w1, grid(centre, points_wide, step))
+        extend([w0, w1], lims)
     v = judge(curves, None, centre, limits, COORD_OK)
     # The rule before issue 13: point estimates inside the limits, every optimum bracketed.
     old = (math.isfinite(v.drift_log2) and abs(v.drift_log2) <= limits.tolerance_log2
            and v.loss_gap <= limits.max_gap and all(v.bracketed.values()))
-    return v.outcome, old, v.drift_log2
+    return v.outcome, old, v.drift_log2, len(curves[w0]), len(curves[w1])
 
 
 def design_of(budget: str) -> tuple[dict, Limits]:
@@ -110,6 +147,7 @@ def design_of(budget: str) -> tuple[dict, Limits]:
         cfg = compose("config", overrides=[f"budget={budget}"])
     v, p = cfg.validation, cfg.proxy
     design = {"widths": (p.width, validation_width(p)), "points": v.points,
+              "extend_each": True,  # the pipeline's extension: only the width that needs it
               "step": v.step_log2, "seeds": v.seeds, "max_extend": v.max_extend}
     return design, limits_from(v)
 
@@ -124,6 +162,14 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=None, help="override validation.seeds")
     ap.add_argument("--points", type=int, default=None, help="override validation.points")
     ap.add_argument("--point-std", type=float, default=None)
+    ap.add_argument("--compare", action="store_true",
+                    help="also the designs issue 14 measured against the pipeline's, on draws "
+                         "from the same seed: the grid before it (both widths extended "
+                         "together), 5 points at the wide width, and the wide grid centred on "
+                         "the narrow curve's lowest point")
+    ap.add_argument("--wide-cost", type=float, default=4.0,
+                    help="seconds of one wide trial / one narrow trial, for the cost column "
+                         "(the default: the default run's probes, width 256 / width 64)")
     args = ap.parse_args()
     design, limits = design_of(args.budget)
     if args.seeds:
@@ -134,24 +180,36 @@ def main() -> None:
     noise = Noise.from_validation(args.source) if args.source else Noise()
     if args.point_std is not None:
         noise = replace(noise, point_std=args.point_std)
-    rng = np.random.default_rng(args.seed)
+    designs = {"configured": design}
+    if args.compare:
+        designs = {"extended together (before)": dict(design, extend_each=False),
+                   "configured": design,
+                   "5 points at the wide width": dict(design, points_wide=5),
+                   "wide grid at the narrow minimum": dict(design, focus=True),
+                   "both of the above": dict(design, focus=True, points_wide=5)}
     print(f"budget={args.budget}: widths {design['widths']}, {design['points']} points × "
-          f"{design['step']} octave, {design['seeds']} seeds, ≤ {design['max_extend']} extension "
-          f"steps per side; {noise}; {args.draws} draws each")
-    print("| truth | pass | reject | inconclusive | point rule passes | drift sd (octaves) |")
-    print("|---|---|---|---|---|---|")
-    for truth in ("mup", "sp", "flat", "drifting"):
-        outcomes, old, drifts = Counter(), 0, []
-        for _ in range(args.draws):
-            outcome, old_pass, d = draw(truth, -7.0, noise, design, limits, rng)
-            outcomes[outcome] += 1
-            old += old_pass
-            if math.isfinite(d):
-                drifts.append(d)
-        n = args.draws
-        print(f"| {truth} | {outcomes['passed'] / n:.1%} | {outcomes['rejected'] / n:.1%} | "
-              f"{outcomes['inconclusive'] / n:.1%} | {old / n:.1%} | "
-              f"{np.std(drifts) if drifts else math.nan:.2f} |")
+          f"{design['step']} octave, {design['seeds']} seeds, ≤ "
+          f"{design['max_extend']} extension steps per side; {noise}; {args.draws} draws each")
+    print("| design | truth | pass | reject | inconclusive | point rule passes | drift sd "
+          "(octaves) | points narrow / wide | cost (narrow trials) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, d in designs.items():
+        rng = np.random.default_rng(args.seed)
+        for truth in ("mup", "sp", "flat", "drifting"):
+            outcomes, old, drifts, n0, n1 = Counter(), 0, [], 0, 0
+            for _ in range(args.draws):
+                outcome, old_pass, dr, k0, k1 = draw(truth, -7.0, noise, d, limits, rng)
+                outcomes[outcome] += 1
+                old += old_pass
+                n0, n1 = n0 + k0, n1 + k1
+                if math.isfinite(dr):
+                    drifts.append(dr)
+            n = args.draws
+            cost = d["seeds"] * (n0 + args.wide_cost * n1) / n
+            print(f"| {name} | {truth} | {outcomes['passed'] / n:.1%} | "
+                  f"{outcomes['rejected'] / n:.1%} | {outcomes['inconclusive'] / n:.1%} | "
+                  f"{old / n:.1%} | {np.std(drifts) if drifts else math.nan:.2f} | "
+                  f"{n0 / n:.1f} / {n1 / n:.1f} | {cost:.0f} |")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from transfer.curves import bracket, extend_points, grid
+from transfer.curves import bracket, extend_each, extend_points, grid
 from transfer.shared_curvature import joint_fit
 from transfer.verdict import INCONCLUSIVE, PASSED, REJECTED, Limits, judge
 
@@ -186,6 +186,14 @@ def test_extend_points_adds_one_step_on_the_needed_side_within_the_cap():
     assert extend_points(c, step=0.5, lo=-9.0, hi=-4.0) == [-5.0]  # the grid tops at -5.5
     assert extend_points(c, step=0.5, lo=-9.0, hi=-5.5) == []  # at the cap
     assert extend_points(curves(), step=0.5, lo=-9.0, hi=-5.0) == []  # bracketed
+
+
+def test_extend_each_adds_points_only_to_the_curve_at_its_edge():
+    c = curves(v0=-7.0, v1=-4.0)  # narrow bracketed, wide minimum at the grid's top (-5.5)
+    b = {64: (-9.0, -4.0), 256: (-9.0, -4.0)}
+    assert extend_each(c, step=0.5, bounds=b) == {256: [-5.0]}
+    assert extend_each(c, step=0.5, bounds={**b, 256: (-9.0, -5.5)}) == {}  # capped
+    assert extend_each(curves(), step=0.5, bounds=b) == {}  # both bracketed
 
 
 def test_joint_fit_recovers_exact_vertices():

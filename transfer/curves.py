@@ -15,7 +15,7 @@ import numpy as np
 # width -> [(log2 lr, [loss of each seed; nan where it diverged]), ...]
 Curves = Mapping[int, Sequence[tuple[float, Sequence[float]]]]
 
-__all__ = ["Curves", "bracket", "extend_points", "grid", "mean_curve"]
+__all__ = ["Curves", "bracket", "extend_each", "extend_points", "grid", "mean_curve"]
 
 
 def grid(center: float, points: int, step: float) -> list[float]:
@@ -57,3 +57,17 @@ def extend_points(curves: Curves, *, step: float, lo: float, hi: float) -> list[
             new.add(round(float(xs[-1] + step), 6))
     have = {round(float(p[0]), 6) for pts in curves.values() for p in pts}
     return sorted(new - have)
+
+
+def extend_each(curves: Curves, *, step: float,
+                bounds: Mapping[int, tuple[float, float]]) -> dict[int, list[float]]:
+    """Per curve, the log2 lrs to add so that its own minimum is bracketed: one step beyond
+    its edge on the side that needs it, within that curve's (lo, hi). Only the curves whose
+    minimum sits at an edge get points; the others are left as they are."""
+    out = {}
+    for key, pts in curves.items():
+        lo, hi = bounds[key]
+        new = extend_points({key: pts}, step=step, lo=lo, hi=hi)
+        if new:
+            out[key] = new
+    return out

@@ -17,7 +17,7 @@ import optuna
 from optuna.trial import TrialState
 
 from transfer.coord import CoordResult, coord_check
-from transfer.curves import extend_points, grid
+from transfer.curves import extend_each, grid
 from transfer.hparams import MODEL_HPARAMS
 from transfer.search import Context, n_finished, predict_seconds, queued_seconds, run_one, work
 from transfer.verdict import Limits, Verdict, judge
@@ -81,20 +81,23 @@ def enqueue_grid(ctx: Context, study: optuna.Study, center: float) -> None:
 
 
 def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float] | None:
-    """Under the run lock: queue one more point at every width and seed on each side where a
-    width's minimum sits at the grid's edge (within `validation.max_extend`). Returns the
-    log2 lrs queued; [] when the optimum is bracketed at both widths or the cap is reached;
-    None while other workers still have grid points to finish (decide when the grid is whole)."""
+    """Under the run lock: queue one more point on each side where a width's minimum sits at
+    its grid's edge (within `validation.max_extend`), at that width only and every seed (the
+    other width's curve is bracketed and needs nothing: `benchmarks/validator_power.py
+    --compare` measured the verdict's power unchanged). Returns the log2 lrs queued; [] when
+    both widths are bracketed or capped; None while other workers still have grid points to
+    finish (decide when the grid is whole)."""
     v = ctx.cfg.validation
-    lo, hi = lr_bounds(center, v)
+    widths = [ctx.plan.width, ctx.plan.validation_width]
+    bounds = dict.fromkeys(widths, lr_bounds(center, v))
     with ctx.lock():
         trials = study.get_trials(deepcopy=False)
         if any(t.state in (TrialState.WAITING, TrialState.RUNNING) for t in trials):
             return None
-        new = extend_points(curves_from(study, [ctx.plan.width, ctx.plan.validation_width]),
-                            step=v.step_log2, lo=lo, hi=hi)
-        _enqueue(study, [ctx.plan.width, ctx.plan.validation_width], v.seeds, new)
-    return new
+        new = extend_each(curves_from(study, widths), step=v.step_log2, bounds=bounds)
+        for width, xs in new.items():
+            _enqueue(study, [width], v.seeds, xs)
+    return sorted({x for xs in new.values() for x in xs})
 
 
 def train_grid(ctx: Context, study: optuna.Study, stage: str,
