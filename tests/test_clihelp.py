@@ -28,12 +28,26 @@ def test_bad_group_option(argv, bad):
     assert (got is None) if bad is None else got.startswith(bad)
 
 
-def test_sweep_help_and_bad_option_do_not_import_hydra():
-    code = ("import sys; sys.argv = ['transfer.sweep', *sys.argv[1:]]\n"
-            "from transfer import sweep\n"
-            "try:\n    sweep.main()\nexcept SystemExit as e:\n"
-            "    print('hydra' in sys.modules, e.code)\n")
+@pytest.mark.parametrize("cli", ["sweep", "validate"])
+def test_help_and_bad_option_import_neither_hydra_nor_torch(cli):
+    code = (f"import sys; sys.argv = ['transfer.{cli}', *sys.argv[1:]]\n"
+            f"from transfer import {cli} as cli\n"
+            "try:\n    cli.main()\nexcept SystemExit as e:\n"
+            "    print('hydra' in sys.modules, 'torch' in sys.modules, e.code)\n")
     for argv, rc in ((["--help"], 0), (["model=nope"], 2)):
         out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
                              text=True, check=True)
-        assert out.stdout.split()[-2:] == ["False", str(rc)], out.stdout + out.stderr
+        assert out.stdout.split()[-3:] == ["False", "False", str(rc)], out.stdout + out.stderr
+
+
+def test_validate_cli_runs_the_job_through_hydra(tmp_path):
+    """The lazy job module still reaches Hydra and the job: bad input there is exit 2, one
+    line (the builder cannot be imported), and no run is written."""
+    out = subprocess.run([sys.executable, "-m", "transfer.validate", "budget=smoke",
+                          "proxy.builder._target_=no_such_pkg.build",
+                          f"archive_dir={tmp_path / 'sweeps'}"], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "no_such_pkg" in out.stderr
+    runs = tmp_path / "sweeps"
+    assert not runs.exists() or not [p for p in runs.iterdir() if p.is_dir()]

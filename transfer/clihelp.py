@@ -4,6 +4,7 @@ behind `--hydra-help`). Only the standard library (and `transfer.errors`) is imp
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -54,7 +55,10 @@ def answer_without_hydra(prog: str, summary: str, exits: str, argv: list[str]) -
     """Exit here for what needs no Hydra: `--help` (0, the help on stdout) and a misspelt group
     option (2, one line on stderr); return otherwise, for Hydra to compose the config."""
     if wants_help(argv):
-        print(help_text(prog, summary, exits))
+        try:
+            print(help_text(prog, summary, exits), flush=True)
+        except BrokenPipeError:  # `--help | head`: the reader left; say nothing more
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     if (bad := bad_group_option(argv)) is not None:
         print(bad, file=sys.stderr)
