@@ -72,6 +72,10 @@ def test_grids_price_each_width_and_the_short_horizon():
     assert math.isclose(pred["phases"]["horizon"], 6 * _trial(ctx, w0, short))
     assert pred["phases"]["coord"] > 0 and pred["phases"]["finalize"] == predict.FINALIZE_SECONDS
     assert math.isclose(pred["seconds"], sum(pred["phases"].values()))
+    # max_extend steps on both sides, every seed, at both widths and at the short horizon
+    ext = 2 * int(ctx.cfg.validation.max_extend) * 2
+    assert math.isclose(pred["extension_cap_seconds"],
+                        ext * (_trial(ctx, w0) + _trial(ctx, w1) + _trial(ctx, w0, short)))
 
 
 def test_cost_json_records_prediction_and_phases(tmp_path):
@@ -85,3 +89,8 @@ def test_cost_json_records_prediction_and_phases(tmp_path):
     total = c["prediction"]["total_seconds"]
     assert math.isclose(c["prediction_error"], total / c["measured_seconds"] - 1)
     assert math.isclose(sum(c["phases"].values()), c["measured_seconds"], rel_tol=1e-3)
+    assert c["prediction"]["extension_cap_seconds"] == 0  # validation.max_extend=0
+    grid = c["trial_timing"]["validation"]  # 3 points × 1 seed × 2 widths, all trained
+    assert grid["trials"] == 6 and grid["measured_seconds"] > 0
+    assert math.isclose(grid["error"], grid["measured_seconds"] / grid["predicted_seconds"] - 1,
+                        rel_tol=1e-3)

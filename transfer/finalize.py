@@ -162,7 +162,25 @@ def _cost(plan: Plan, ctx: Context, trials: pd.DataFrame, stages: list[StageSumm
         predicted_seconds=None if pred is None else pred["seconds"], **kw)
     c["wall_seconds"] = time.time() - started
     c.update(costs.phase_report(dict(ctx.phases), pred, c["wall_seconds"]))
+    c["trial_timing"] = trial_timing(trials)
     return c
+
+
+def trial_timing(trials: pd.DataFrame) -> dict:
+    """Per stage or grid: the trials trained to the end (pruned, diverged and copied ones
+    excluded), their seconds summed as measured and as their probes predicted, and measured ÷
+    predicted − 1: the probes' own error on what ran, apart from how many trials ran (grid
+    extensions, pruning)."""
+    out: dict = {}
+    if not len(trials):
+        return out
+    ran = trials[(trials.state == "COMPLETE") & (trials.seconds.fillna(0) > 0)
+                 & (trials.predicted_seconds.fillna(0) > 0)]
+    for stage, g in ran.groupby("stage", sort=False):
+        m, p = float(g.seconds.sum()), float(g.predicted_seconds.sum())
+        out[stage] = {"trials": len(g), "measured_seconds": round(m, 3),
+                      "predicted_seconds": round(p, 3), "error": m / p - 1}
+    return out
 
 
 def winners_for_emit(cfg, hp: dict, verdict: Verdict | None = None) -> dict:

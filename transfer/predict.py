@@ -19,7 +19,10 @@ of a shape, timed before its first full trial; the run reuses them, so they cost
 
 Not predictable before training and so not in the prediction: points an edge-hitting grid adds
 (`validation.max_extend`; the ETA adds them when they are queued) and trials stopped by
-divergence.
+divergence. `extension_cap_seconds` is the most the extensions can add (every grid extended
+`max_extend` steps on both sides at every width), printed beside the prediction; cost.json's
+`trial_timing` says afterwards how many trials each phase ran and how their measured seconds
+compared with their probes' (`transfer.finalize`), which separates the two kinds of miss.
 """
 
 from __future__ import annotations
@@ -118,11 +121,14 @@ def predict_run(ctx: Context) -> dict:
     trial_seconds = {}
     v = cfg.validation
     n_grid = v.points * v.seeds if v.enabled else 0
+    n_ext = 2 * int(v.max_extend) * v.seeds if v.enabled else 0  # extra points per curve, at most
+    extension = 0.0
     left = _left(2 * n_grid, _finished(ctx, lambda: open_validation_study(ctx)))
     if n_grid and left:
         t0, t1 = predict_seconds(ctx, hp, w0), predict_seconds(ctx, hp, w1)
         trial_seconds.update({str(w0): t0, str(w1): t1})
         phases["validation"] = left * n_grid * (t0 + t1)
+        extension += n_ext * (t0 + t1)
         flops += left * tokens * n_grid * (fam.flops_per_token(w0) + fam.flops_per_token(w1))
         steps = {w: ctx._probe[(w, int(hp["batch_size"]))][0] for w in (w0, w1)}
         phases["coord"] = _coord_seconds(ctx, hp, steps)
@@ -133,6 +139,7 @@ def predict_run(ctx: Context) -> dict:
             deep = depth.at_depth(ctx, deep_layers)
             t2 = predict_seconds(deep, hp, w0)
             phases["depth"] = left * n_grid * t2
+            extension += n_ext * t2
             flops += left * tokens * n_grid * deep.plan.family.flops_per_token(w0)
             trial_seconds[f"{w0}x{deep_layers}L"] = t2
             # the depth coordinate check: a few steps at each of its depths, step time ∝ depth
@@ -148,6 +155,7 @@ def predict_run(ctx: Context) -> dict:
             short = horizon.budgets(cfg)[0]
             ts = predict_seconds(horizon.at_tokens(ctx, short), hp, w0)
             phases["horizon"] = left * n_grid * ts
+            extension += n_ext * ts
             flops += left * short * n_grid * fam.flops_per_token(w0)
             trial_seconds[f"{w0}@{short}"] = ts
     workers = max(1, int(cfg.workers))  # trials of one study are shared by the local workers
@@ -158,7 +166,9 @@ def predict_run(ctx: Context) -> dict:
     seconds = sum(phases.values())
     return {"seconds": seconds, "device_hours": seconds / 3600, "flops": flops,
             "phases": phases, "stages": stage_seconds, "trial_seconds": trial_seconds,
-            "not_predicted": "grid points added at an edge (validation.max_extend), divergence"}
+            "extension_cap_seconds": extension / workers,
+            "not_predicted": "grid points added at an edge (validation.max_extend; at most "
+                             "extension_cap_seconds), divergence"}
 
 
 def predict_and_check_cap(ctx: Context) -> dict:
@@ -187,5 +197,6 @@ def line(pred: dict, spent: dict[str, float]) -> str:
 
     parts = ", ".join(f"{k} {fmt(s)}" for k, s in pred["phases"].items())
     done = ", ".join(f"{k} {fmt(s)}" for k, s in spent.items())
-    return (f"predicted {fmt(pred['seconds'])} from here ({parts}; not counted: "
-            f"{pred['not_predicted']}); spent so far: {done}")
+    ext = pred.get("extension_cap_seconds") or 0.0
+    more = f"; up to {fmt(ext)} more if the grids extend to their cap" if ext else ""
+    return (f"predicted {fmt(pred['seconds'])} from here ({parts}{more}); spent so far: {done}")
