@@ -90,7 +90,17 @@ def test_cost_json_records_prediction_and_phases(tmp_path):
     assert math.isclose(c["prediction_error"], total / c["measured_seconds"] - 1)
     assert math.isclose(sum(c["phases"].values()), c["measured_seconds"], rel_tol=1e-3)
     assert c["prediction"]["extension_cap_seconds"] == 0  # validation.max_extend=0
+    after = c["prediction"]["after_stages"]  # the grids priced again at the stages' winners
+    assert set(after["phases"]) >= {"validation", "coord", "finalize"}
+    assert 0 < after["elapsed_seconds"] < c["measured_seconds"]
+    assert math.isclose(after["total_seconds"], after["elapsed_seconds"] + after["seconds"])
+    assert math.isclose(c["prediction_error_after_stages"],
+                        after["total_seconds"] / c["measured_seconds"] - 1)
     grid = c["trial_timing"]["validation"]  # 3 points × 1 seed × 2 widths, all trained
     assert grid["trials"] == 6 and grid["measured_seconds"] > 0
     assert math.isclose(grid["error"], grid["measured_seconds"] / grid["predicted_seconds"] - 1,
                         rel_tol=1e-3)
+
+
+def test_printed_minutes_do_not_round_up():
+    assert predict._fmt(90) == "1m30s" and predict._fmt(59) == "59s" and predict._fmt(3599) == "59m59s"

@@ -339,8 +339,9 @@ def phase_report(measured: dict[str, float], prediction: Mapping | None,
                  wall_seconds: float) -> dict:
     """cost.json's `phases` (wall seconds measured per phase; `finalize` is the rest of the
     launch: planning, fits, plots, writes), `prediction` (made before training: what was spent
-    by then, startup and probes, plus the predicted phases) and `prediction_error` (predicted ÷
-    measured − 1, whole launch, startup included)."""
+    by then, startup and probes, plus the predicted phases; `after_stages`: the rest predicted
+    again at the stages' winners) and `prediction_error` (predicted ÷ measured − 1, whole
+    launch, startup included; `prediction_error_after_stages` the same for the re-prediction)."""
     spent_before = {k: measured[k] for k in ("startup", "probes") if k in measured}
     total = measured.get("startup", 0.0) + wall_seconds
     phases = dict(measured)
@@ -353,6 +354,10 @@ def phase_report(measured: dict[str, float], prediction: Mapping | None,
         out["prediction"] = {**dict(prediction), "spent_before": spent_before,
                              "total_seconds": predicted}
         out["prediction_error"] = predicted / total - 1 if total > 0 else None
+        after = prediction.get("after_stages")
+        if after is not None:  # re-predicted once the stages had picked the grids' batch
+            out["prediction_error_after_stages"] = (after["total_seconds"] / total - 1
+                                                    if total > 0 else None)
     return out
 
 

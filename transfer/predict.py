@@ -107,9 +107,7 @@ def predict_run(ctx: Context) -> dict:
     of it in a fresh run; nothing, and no probe, in a finished one); see the module docstring."""
     cfg, plan = ctx.cfg, ctx.plan
     hp = default_hparams(cfg)
-    w0, w1 = plan.width, plan.validation_width
     tokens = int(cfg.train.tokens)
-    fam = plan.family
     phases = {"stages": 0.0}
     stage_seconds, flops = {}, 0.0
     for i, name in enumerate(cfg.stages.order):
@@ -117,7 +115,44 @@ def predict_run(ctx: Context) -> dict:
         left = _left(n, _finished(ctx, lambda i=i, name=name: open_study(ctx, i, name)))
         stage_seconds[name] = left and left * _stage_seconds(ctx, hp, i, name)
         phases["stages"] += stage_seconds[name]
-        flops += left * tokens * n * fam.flops_per_token(w0)
+        flops += left * tokens * n * plan.family.flops_per_token(plan.width)
+    phases["stages"] /= _workers(cfg)
+    grids = _grids(ctx, hp)
+    phases.update(grids["phases"])
+    seconds = sum(phases.values())
+    return {"seconds": seconds, "device_hours": seconds / 3600, "flops": flops + grids["flops"],
+            "phases": phases, "stages": stage_seconds, "trial_seconds": grids["trial_seconds"],
+            "extension_cap_seconds": grids["extension_cap_seconds"],
+            "not_predicted": "grid points added at an edge (validation.max_extend; at most "
+                             "extension_cap_seconds), divergence, the stages' batch-size winner "
+                             "(the grids are priced at train.batch_size until `after_stages`)"}
+
+
+def after_stages(ctx: Context, hp: dict, elapsed: float) -> dict:
+    """The rest of the run predicted again once the stages have picked `hp` (the grids train at
+    the winners: a smaller batch means more steps), `elapsed` seconds into the launch: the
+    probes of the winners' shapes are the ones the grids' first trials would take anyway."""
+    grids = _grids(ctx, hp)
+    rest = sum(grids["phases"].values())
+    return {"phases": grids["phases"], "trial_seconds": grids["trial_seconds"],
+            "extension_cap_seconds": grids["extension_cap_seconds"], "seconds": rest,
+            "elapsed_seconds": elapsed, "total_seconds": elapsed + rest,
+            "batch_size": int(hp["batch_size"])}
+
+
+def _workers(cfg) -> int:
+    return max(1, int(cfg.workers))  # trials of one study are shared by the local workers
+
+
+def _grids(ctx: Context, hp: dict) -> dict:
+    """Validation, depth, horizon and coordinate-check seconds left to train at `hp`, and
+    finalize; the grids' trials shared by the workers."""
+    cfg, plan = ctx.cfg, ctx.plan
+    w0, w1 = plan.width, plan.validation_width
+    tokens = int(cfg.train.tokens)
+    fam = plan.family
+    phases: dict[str, float] = {}
+    flops = 0.0
     trial_seconds = {}
     v = cfg.validation
     n_grid = v.points * v.seeds if v.enabled else 0
@@ -158,17 +193,12 @@ def predict_run(ctx: Context) -> dict:
             extension += n_ext * ts
             flops += left * short * n_grid * fam.flops_per_token(w0)
             trial_seconds[f"{w0}@{short}"] = ts
-    workers = max(1, int(cfg.workers))  # trials of one study are shared by the local workers
-    for k in ("stages", "validation", "depth", "horizon"):
+    for k in ("validation", "depth", "horizon"):
         if k in phases:
-            phases[k] /= workers
+            phases[k] /= _workers(cfg)
     phases["finalize"] = FINALIZE_SECONDS
-    seconds = sum(phases.values())
-    return {"seconds": seconds, "device_hours": seconds / 3600, "flops": flops,
-            "phases": phases, "stages": stage_seconds, "trial_seconds": trial_seconds,
-            "extension_cap_seconds": extension / workers,
-            "not_predicted": "grid points added at an edge (validation.max_extend; at most "
-                             "extension_cap_seconds), divergence"}
+    return {"phases": phases, "trial_seconds": trial_seconds, "flops": flops,
+            "extension_cap_seconds": extension / _workers(cfg)}
 
 
 def predict_and_check_cap(ctx: Context) -> dict:
@@ -190,13 +220,22 @@ def before_archive(plan: Plan) -> Context | None:
                    run_name=plan.name, device=cfg.device)
 
 
+def _fmt(s: float) -> str:
+    return f"{s // 60:.0f}m{s % 60:02.0f}s" if s >= 60 else f"{s:.0f}s"
+
+
 def line(pred: dict, spent: dict[str, float]) -> str:
     """The printed prediction: total, then each phase."""
-    def fmt(s: float) -> str:
-        return f"{s / 60:.0f}m{s % 60:02.0f}s" if s >= 60 else f"{s:.0f}s"
-
+    fmt = _fmt
     parts = ", ".join(f"{k} {fmt(s)}" for k, s in pred["phases"].items())
     done = ", ".join(f"{k} {fmt(s)}" for k, s in spent.items())
     ext = pred.get("extension_cap_seconds") or 0.0
     more = f"; up to {fmt(ext)} more if the grids extend to their cap" if ext else ""
     return (f"predicted {fmt(pred['seconds'])} from here ({parts}{more}); spent so far: {done}")
+
+
+def after_line(after: dict) -> str:
+    """The printed re-prediction once the stages are done."""
+    parts = ", ".join(f"{k} {_fmt(s)}" for k, s in after["phases"].items())
+    return (f"stages done (batch {after['batch_size']}): predicted {_fmt(after['seconds'])} "
+            f"more ({parts}), {_fmt(after['total_seconds'])} in all")
