@@ -178,8 +178,8 @@ def trial_timing(trials: pd.DataFrame) -> dict:
                  & (trials.predicted_seconds.fillna(0) > 0)]
     for stage, g in ran.groupby("stage", sort=False):
         m, p = float(g.seconds.sum()), float(g.predicted_seconds.sum())
-        out[stage] = {"trials": len(g), "measured_seconds": round(m, 3),
-                      "predicted_seconds": round(p, 3), "error": m / p - 1}
+        out[stage] = {"trials": len(g), "measured_seconds": m,
+                      "predicted_seconds": p, "error": m / p - 1}
     return out
 
 
