@@ -37,11 +37,12 @@ import math
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 from transfer.curves import extend_each, extend_points, grid, mean_curve
-from transfer.validator import limits_from
+from transfer.validator import limits_from, lr_bounds
 from transfer.verdict import Limits, judge
 
 COORD_OK = {"passed": True, "max_abs_slope": 0.0}  # the lr verdict alone is measured here
@@ -78,9 +79,10 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
          rng: np.random.Generator) -> tuple:
     """One validation as the pipeline runs it: the narrow grid around the pick; the wide grid
     (`points_wide` points) around the pick, or — `focus` — around the narrow curve's lowest
-    point once the narrow grid is trained; each width extended at an edge until bracketed
-    (`focus`: only the width whose minimum is at the edge). Returns (outcome, old rule's pass,
-    drift, points trained at the narrow width, at the wide width)."""
+    point once the narrow grid is trained; extended at an edge until bracketed — both widths
+    together, or (`extend_each`, the pipeline's; always with `focus`) only the width whose
+    minimum is at the edge. Returns (outcome, old rule's pass, drift, points trained at the
+    narrow width, at the wide width)."""
     w0, w1 = design["widths"]
     drift = {"mup": 0.0, "sp": -0.6 * math.log2(w1 / w0), "flat": 0.0, "drifting": -1.0}[truth]
     a = {"flat": 0.0, "drifting": noise.curvature / 4}.get(truth, noise.curvature)
@@ -99,9 +101,9 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
             curves[w].append((x, list(y + offsets[w]
                                       + rng.normal(0, noise.point_std, design["seeds"]))))
 
-    def bounds(c, n):
-        half = step * ((n - 1) / 2 + design["max_extend"])
-        return c - half, c + half
+    def bounds(c, n):  # the pipeline's: `validation.max_extend` steps beyond n points
+        return lr_bounds(c, SimpleNamespace(step_log2=step, points=n,
+                                            max_extend=design["max_extend"]))
 
     def extend(ws, lims):
         if not each:  # every width gets every point either one needs

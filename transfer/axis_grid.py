@@ -84,8 +84,10 @@ def queue(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Stu
 
 def extend(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Study,
            center: float) -> list[float] | None:
-    """As the width grid's `extend_grid`: points on the side where a curve's minimum sits at
-    the edge; None while other workers still have points to finish."""
+    """Points on the side where a curve's minimum sits at the edge, queued for both curves
+    (unlike the width grid's per-width `extend_grid`: `queue` lays out both values at every
+    lr, and the copied value's points are mostly free copies of the width grid's); None while
+    other workers still have points to finish."""
     v = ctx.cfg.validation
     lo, hi = lr_bounds(center, v)
     with ctx.lock():

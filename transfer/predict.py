@@ -226,12 +226,11 @@ def _fmt(s: float) -> str:
 
 def line(pred: dict, spent: dict[str, float]) -> str:
     """The printed prediction: total, then each phase."""
-    fmt = _fmt
-    parts = ", ".join(f"{k} {fmt(s)}" for k, s in pred["phases"].items())
-    done = ", ".join(f"{k} {fmt(s)}" for k, s in spent.items())
+    parts = ", ".join(f"{k} {_fmt(s)}" for k, s in pred["phases"].items())
+    done = ", ".join(f"{k} {_fmt(s)}" for k, s in spent.items())
     ext = pred.get("extension_cap_seconds") or 0.0
-    more = f"; up to {fmt(ext)} more if the grids extend to their cap" if ext else ""
-    return (f"predicted {fmt(pred['seconds'])} from here ({parts}{more}); spent so far: {done}")
+    more = f"; up to {_fmt(ext)} more if the grids extend to their cap" if ext else ""
+    return f"predicted {_fmt(pred['seconds'])} from here ({parts}{more}); spent so far: {done}"
 
 
 def after_line(after: dict) -> str:

@@ -91,10 +91,10 @@ def run_sweep(cfg: DictConfig) -> int:
     try:
         with timed(ctx.phases, "stages"):
             hp = run_stages(ctx)
-        if ctx.prediction is not None:  # the grids train at the winners: priced again
-            after = predict.after_stages(ctx, hp, ctx.phases["startup"] + time.time() - started)
-            ctx.prediction["after_stages"] = after
-            ctx.progress.line(predict.after_line(after))
+        # the grids train at the stages' winners: the rest is priced again at them
+        after = predict.after_stages(ctx, hp, ctx.phases["startup"] + time.time() - started)
+        pred["after_stages"] = after
+        ctx.progress.line(predict.after_line(after))
         code = finalize(plan, ctx, hp, started=started)
     except BudgetStop as e:
         write_partial(plan, ctx, str(e), started=started)
