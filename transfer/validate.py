@@ -37,7 +37,8 @@ def __getattr__(name: str):
 
 def main() -> None:
     """`--help` and a misspelt group option are answered from conf/ (Hydra's help composes
-    every group: ~1.5-2 s); anything else is Hydra's."""
+    every group, and this module would first import the job: `benchmarks/startup.py` times
+    both); anything else is Hydra's."""
     answer_without_hydra("transfer.validate", SUMMARY, EXITS, sys.argv[1:])
     import hydra
 
