@@ -1,6 +1,7 @@
 """`--help` for the CLIs without Hydra: the config groups read off `conf/`, in well under a
-second (Hydra's own help composes every group's repository and took ~1.5-2 s here; it stays
-behind `--hydra-help`). Only the standard library (and `transfer.errors`) is imported."""
+second (Hydra's own help composes every group's repository: 0.03 s against 1.19 s for
+`transfer.sweep` in `benchmarks/startup.py`; it stays behind `--hydra-help`). Only the standard
+library (and `transfer.errors`) is imported."""
 
 from __future__ import annotations
 
