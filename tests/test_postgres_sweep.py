@@ -89,9 +89,11 @@ def test_killed_worker_trial_is_retried(make_postgres_db, tmp_path):
     for _ in range(3):  # a trial seen RUNNING may finish before the kill lands: try again
         victim = _launch(url, tmp_path, "kill", 0)
         deadline = time.time() + 300
-        while time.time() < deadline:  # wait until the victim is inside a trial
-            if any(t.state == TrialState.RUNNING for v in _studies(url, "kill").values()
-                   for t in v):
+        while time.time() < deadline:  # wait until the victim is inside a trial: RUNNING
+            # with its parameters suggested (killed between `ask` and `suggest`, the trial's
+            # params are empty and its retry's would be the queued ones: not comparable)
+            if any(t.state == TrialState.RUNNING and t.params
+                   for v in _studies(url, "kill").values() for t in v):
                 break
             time.sleep(0.5)
         victim.send_signal(signal.SIGKILL)
