@@ -258,6 +258,10 @@ def depth_main(args, runs: Runs, corpus, out: Path) -> int:
             print(f"{label} depth {d}: grid centred at log2 lr {args.mup_centre:+.2f}", flush=True)
             results[label][d] = sweep_width(args, runs, depth_family(args, d, alpha), width,
                                             args.mup_centre, corpus)
+    if len(set(args.depths)) < 2:  # a shard sharing runs.csv with others: nothing to compare
+        print(f"one depth ({args.depths[0]}): its runs are in {runs.path}; run again with two "
+              "--depths for the summary (finished runs are reused)")
+        return 0
     small, large = min(args.depths), max(args.depths)
     drift = {p: r[large]["optimum_log2_lr"] - r[small]["optimum_log2_lr"]
              for p, r in results.items()}
