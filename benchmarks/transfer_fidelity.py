@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import hashlib
 import json
 import math
@@ -53,6 +54,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--warmup", type=float, default=TrainSpec.warmup_fraction,
+                   help="linear warmup, fraction of the steps")
     p.add_argument("--points", type=int, default=7, help="initial grid points per width")
     p.add_argument("--mup-centre", type=float, default=-7.0, help="log2 lr at the grid centre")
     p.add_argument("--sp-centre", type=float, default=-8.5, help="log2 lr at the base width")
@@ -72,6 +75,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--output-mult", type=float, default=1.0, help="μP only")
     p.add_argument("--init-std", type=float, default=0.02, help="μP only")
     p.add_argument("--input-mult", type=float, default=1.0, help="μP only")
+    p.add_argument("--set", dest="fields", action="append", default=[], metavar="FIELD=VALUE",
+                   help="any other TransformerFamily field, e.g. tied_embeddings=true "
+                        "ffn_ratio=2.666667 kv_group=2 rope_theta=500000 (a sweep's proxy: "
+                        "its target.yaml provenance.proxy); repeatable")
     p.add_argument("--axis", choices=["width", "depth"], default="width")
     p.add_argument("--depths", type=int, nargs="+", default=[2, 8], help="--axis depth")
     p.add_argument("--alphas", type=float, nargs="+", default=[0.0, 0.5, 1.0],
@@ -83,6 +90,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads; 1 keeps shared cores from stalling each other")
     args = p.parse_args(argv)
+    fields = {f.name for f in dataclasses.fields(TransformerFamily)}
+    for text in args.fields:
+        if text.partition("=")[0] not in fields or "=" not in text:
+            p.error(f"--set {text!r}: expected FIELD=VALUE with FIELD a TransformerFamily field "
+                    "(proxies/transformer.py)")
     if args.seeds < 1 or args.points < 3 or args.steps < 1:
         p.error(f"need --seeds >= 1, --points >= 3, --steps >= 1; got {args.seeds=}, "
                 f"{args.points=}, {args.steps=}")
@@ -120,16 +132,33 @@ class Runs:
 def family(args, parametrization: str) -> TransformerFamily:
     fam = TransformerFamily(n_layers=args.n_layers, d_head=args.d_head, seq_len=args.seq_len,
                             base_width=args.base_width, parametrization=parametrization)
+    if args.fields:
+        fam = fam.replace(**dict(map(parse_field, args.fields)))
     if parametrization == "mup":
         fam = fam.replace(attn_mult=args.attn_mult, output_mult=args.output_mult,
                           init_std=args.init_std, input_mult=args.input_mult)
     return fam
 
 
+def parse_field(text: str) -> tuple[str, object]:
+    """`FIELD=VALUE` of --set, the value read as the field's default's type (a float field
+    takes 1e-5; a bool one true/false), else as YAML."""
+    import yaml
+
+    name, _, value = text.partition("=")
+    default = {f.name: f.default for f in dataclasses.fields(TransformerFamily)}[name]
+    parsed = yaml.safe_load(value)
+    if isinstance(default, float) and not isinstance(parsed, bool):
+        return name, float(parsed)
+    return name, parsed
+
+
 def config_id(args, fam: TransformerFamily) -> str:
     """Everything but width, lr and seed that decides a run's loss: runs are reused only when
     this matches, so one --out folder can hold several configurations without mixing them."""
     text = f"{fam!r} steps={args.steps} batch_size={args.batch_size}"
+    if args.warmup != TrainSpec.warmup_fraction:  # the default keeps earlier runs' ids
+        text += f" warmup={args.warmup}"
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
@@ -146,7 +175,7 @@ def seed_losses(args, runs: Runs, fam, width: int, log2_lr: float, corpus) -> li
         if key not in runs.rows:
             spec = TrainSpec(width=width, lr=2.0 ** log2_lr, batch_size=args.batch_size,
                              tokens=args.batch_size * fam.seq_len * args.steps, n_evals=1,
-                             seed=seed)
+                             warmup_fraction=args.warmup, seed=seed)
             t0 = time.perf_counter()
             r = train(fam, spec, corpus, device=args.device)
             runs.add({"config": key[0], "parametrization": fam.parametrization, "width": width,
@@ -274,7 +303,8 @@ def depth_main(args, runs: Runs, corpus, out: Path) -> int:
                "drift_90pct_bootstrap": bootstrap_drift(args, results, small, large),
                "verdict": {p: depth_verdict(args, r, small, large) for p, r in results.items()}}
     lines = [f"width {width}, {args.seeds} seeds, {args.steps} steps of "
-             f"{args.batch_size}×{args.seq_len}, base depth {args.base_depth or small}", "",
+             f"{args.batch_size}×{args.seq_len}, warmup {args.warmup:g}, base depth "
+             f"{args.base_depth or small}", "",
              "| α | depth | optimum log2(lr) | best loss | grid (log2 lr) | edge hit |",
              "|---|---|---|---|---|---|"]
     for p, per in results.items():
