@@ -13,7 +13,9 @@ every reported optimum is bracketed or explicitly flagged.
 Goals: μP |drift| <= 0.5 octave, SP |drift| >= 1.0 octave, μP best loss at the widest width <=
 SP's. Depth goals: CompleteP (α = 1) |drift| <= 0.5 octave, and α = 0 drifts more than α = 1.
 Each run is appended to runs.csv as it finishes; rerunning with the same --out skips finished
-runs, so an interrupted benchmark resumes.
+runs, so an interrupted benchmark resumes, and processes given one --depths each share one
+--out (then a run with both depths writes the summary). `--set FIELD=VALUE` gives the family a
+sweep's proxy shape (its target.yaml `provenance.proxy`), `--warmup` its warmup fraction.
 
     python benchmarks/transfer_fidelity.py --out benchmarks/out/fidelity
     python benchmarks/transfer_fidelity.py --axis depth --depths 2 8 --alphas 0 0.5 1 \
@@ -95,6 +97,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         if text.partition("=")[0] not in fields or "=" not in text:
             p.error(f"--set {text!r}: expected FIELD=VALUE with FIELD a TransformerFamily field "
                     "(proxies/transformer.py)")
+    try:
+        family(args, "mup")
+    except (TypeError, ValueError) as e:
+        p.error(f"--set {' '.join(args.fields)}: {e}")
     if args.seeds < 1 or args.points < 3 or args.steps < 1:
         p.error(f"need --seeds >= 1, --points >= 3, --steps >= 1; got {args.seeds=}, "
                 f"{args.points=}, {args.steps=}")
