@@ -92,11 +92,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads; 1 keeps shared cores from stalling each other")
     args = p.parse_args(argv)
-    fields = {f.name for f in dataclasses.fields(TransformerFamily)}
-    for text in args.fields:
-        if text.partition("=")[0] not in fields or "=" not in text:
-            p.error(f"--set {text!r}: expected FIELD=VALUE with FIELD a TransformerFamily field "
-                    "(proxies/transformer.py)")
+    try:
+        args.shape = dict(map(parse_field, args.fields))
+    except KeyError as e:
+        p.error(f"--set {e.args[0]!r}: expected FIELD=VALUE with FIELD a TransformerFamily field "
+                "(proxies/transformer.py)")
+    except ValueError as e:  # a float field given a non-number
+        p.error(f"--set {' '.join(args.fields)}: {e}")
     try:
         family(args, "mup")
     except (TypeError, ValueError) as e:
@@ -138,8 +140,8 @@ class Runs:
 def family(args, parametrization: str) -> TransformerFamily:
     fam = TransformerFamily(n_layers=args.n_layers, d_head=args.d_head, seq_len=args.seq_len,
                             base_width=args.base_width, parametrization=parametrization)
-    if args.fields:
-        fam = fam.replace(**dict(map(parse_field, args.fields)))
+    if args.shape:
+        fam = fam.replace(**args.shape)
     if parametrization == "mup":
         fam = fam.replace(attn_mult=args.attn_mult, output_mult=args.output_mult,
                           init_std=args.init_std, input_mult=args.input_mult)
@@ -148,12 +150,14 @@ def family(args, parametrization: str) -> TransformerFamily:
 
 def parse_field(text: str) -> tuple[str, object]:
     """`FIELD=VALUE` of --set, the value read as the field's default's type (a float field
-    takes 1e-5; a bool one true/false), else as YAML."""
+    takes 1e-5; a bool one true/false), else as YAML. KeyError(text) when FIELD is not one."""
     import yaml
 
-    name, _, value = text.partition("=")
-    default = {f.name: f.default for f in dataclasses.fields(TransformerFamily)}[name]
-    parsed = yaml.safe_load(value)
+    name, sep, value = text.partition("=")
+    defaults = {f.name: f.default for f in dataclasses.fields(TransformerFamily)}
+    if not sep or name not in defaults:
+        raise KeyError(text)
+    default, parsed = defaults[name], yaml.safe_load(value)
     if isinstance(default, float) and not isinstance(parsed, bool):
         return name, float(parsed)
     return name, parsed
