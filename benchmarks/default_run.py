@@ -53,7 +53,7 @@ def worktree(rev: str, out: Path) -> Path:
 
 def one_run(code: Path, label: str, overrides: list[str], archive: Path) -> dict:
     """The README command in a subprocess; wall time from outside, phases from cost.json."""
-    cmd = [sys.executable, "-m", "transfer.sweep", *overrides, f"archive_dir={archive}",
+    cmd = [sys.executable, "-m", "transfer.cli.sweep", *overrides, f"archive_dir={archive}",
            "progress=lines"]
     env = dict(os.environ, PYTHONPATH=str(code))
     t = time.perf_counter()

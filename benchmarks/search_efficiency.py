@@ -6,7 +6,7 @@ proxy, data, evaluation set and training seed, so a configuration gets the same 
 The grid discretises each stage's space (log-spaced floats at --lr-step-log2, linear floats with
 --linear-points, every categorical choice; a product only within a multi-parameter stage), trains
 every point of stage 1, freezes the winner, then stage 2's grid, and so on — a staged grid, not a
-joint one. TPE + pruning is the real thing: `transfer.run.run_sweep` with `stages.stage.*.trials`
+joint one. TPE + pruning is the real thing: `transfer.cli.run.run_sweep` with `stages.stage.*.trials`
 per stage and `pruner.kind=median|halving`, read back from its Optuna journal.
 
 Compute is counted in trained tokens (the proxy width is fixed, so tokens ∝ FLOPs; batch sizes
@@ -34,16 +34,14 @@ from pathlib import Path
 
 import optuna
 import torch
-from hydra import compose, initialize_config_dir
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from transfer.clihelp import CONF_DIR
-from transfer.config import register_configs
-from transfer.errors import UserError
-from transfer.plan import plan_sweep
-from transfer.run import run_sweep
+from transfer.cli.run import run_sweep
+from transfer.plan.compose import compose
+from transfer.plan.errors import UserError
+from transfer.plan.planner import plan_sweep
 from transfer.search import (
     PROBE_STEPS,
     Context,
@@ -103,9 +101,7 @@ def overrides(args, seed: int) -> list[str]:
 
 
 def compose_cfg(ovr: list[str]):
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose("config", overrides=ovr)
+    return compose(ovr)
 
 
 # ---- the staged grid ----------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Start-up: what `--help` and the job's imports cost, measured side by side in one run.
 
-For each CLI (`transfer.sweep`, `transfer.validate`): `--help` as it is answered now (from
+For each CLI (`transfer.cli.sweep`, `transfer.cli.validate`): `--help` as it is answered now (from
 conf/, no Hydra, no torch), beside what a help that first imported the job would pay (the job
 module's imports: torch, Optuna, the trainer — what `--help` cost before issue 14) and Hydra's
 own `--hydra-help` (composes every group). Fresh interpreters, interleaved, median of
@@ -18,12 +18,12 @@ import sys
 import time
 
 CASES = {
-    "sweep --help": ["-m", "transfer.sweep", "--help"],
-    "sweep: import the job (transfer.run)": ["-c", "import transfer.run"],
-    "sweep --hydra-help": ["-m", "transfer.sweep", "--hydra-help"],
-    "validate --help": ["-m", "transfer.validate", "--help"],
-    "validate: import the job (transfer.validate_job)": ["-c", "import transfer.validate_job"],
-    "validate --hydra-help": ["-m", "transfer.validate", "--hydra-help"],
+    "sweep --help": ["-m", "transfer.cli.sweep", "--help"],
+    "sweep: import the job (transfer.cli.run)": ["-c", "import transfer.cli.run"],
+    "sweep --hydra-help": ["-m", "transfer.cli.sweep", "--hydra-help"],
+    "validate --help": ["-m", "transfer.cli.validate", "--help"],
+    "validate: import the job (transfer.cli.validate_job)": ["-c", "import transfer.cli.validate_job"],
+    "validate --hydra-help": ["-m", "transfer.cli.validate", "--hydra-help"],
 }
 
 

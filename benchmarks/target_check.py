@@ -1,14 +1,14 @@
 """Does the emitted lr hold on the target itself? Tune on proxies, train the target as Granite.
 
-1. Tune on the μP proxies (the real sweep, `transfer.run.run_sweep`, composed like the CLI), and
+1. Tune on the μP proxies (the real sweep, `transfer.cli.run.run_sweep`, composed like the CLI), and
    on SP proxies as the baseline; or reuse archived runs (`--run-mup DIR --run-sp DIR`).
 2. The target is larger than every proxy in width *and* depth (default d_model 512, 8 layers vs
    proxies of 64/256 wide, 2 layers; vocabulary 256, the stdlib byte corpus).
 3. Train it as a `GraniteForCausalLM` built from the run's `hf/config.json`, initialised with
-   `transfer.apply.init_` and optimised by a plain `torch.optim.AdamW` over
-   `transfer.apply.param_groups` — no proxy or trainer code in the loop — at the emitted lr and
+   `transfer.outputs.apply.init_` and optimised by a plain `torch.optim.AdamW` over
+   `transfer.outputs.apply.param_groups` — no proxy or trainer code in the loop — at the emitted lr and
    at ±½ and ±1 octave around it (every group's lr shifted together), for several seeds.
-4. Print the emitted lr's distance from the target's own fitted optimum (`transfer.fit.
+4. Print the emitted lr's distance from the target's own fitted optimum (`transfer.verdict.fit.
    fit_optimum` on the seed-mean curve; interval by a paired bootstrap over seeds) and the loss
    gap at the emitted lr. Goals: μP |distance| <= 0.5 octave, gap <= 1 %; SP should miss.
 
@@ -35,16 +35,14 @@ import optuna
 import torch
 import torch.nn.functional as F
 import yaml
-from hydra import compose, initialize_config_dir
 
-from transfer import apply, hf
-from transfer.config import register_configs
-from transfer.data import eval_batches, load_corpus, sample_batch
-from transfer.fit import fit_optimum
-from transfer.plan import plan_sweep
-from transfer.run import run_sweep
+from transfer.cli.run import run_sweep
+from transfer.outputs import apply, hf
+from transfer.plan.compose import compose
+from transfer.plan.data import eval_batches, load_corpus, sample_batch
+from transfer.plan.planner import plan_sweep
+from transfer.verdict.fit import fit_optimum
 
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 FULL = {"d_model": 512, "n_layers": 8, "d_head": 16, "kv_group": 2, "ffn_ratio": 4,
         "seq_len": 128, "proxy_size": "cpu", "budget": "default", "width": 64,
         "tokens": None, "trials": None, "validation": True}
@@ -112,9 +110,7 @@ def tune(args, parametrization: str) -> Path:
     given = args.run_mup if parametrization == "mup" else args.run_sp
     if given is not None:
         return given
-    register_configs()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=overrides(args, parametrization))
+    cfg = compose(overrides(args, parametrization))
     plan = plan_sweep(cfg)
     t = time.perf_counter()
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # as the CLI: progress lines only
@@ -125,7 +121,7 @@ def tune(args, parametrization: str) -> Path:
     return run_dir
 
 
-# ---- 2. train the target as Granite, with transfer.apply and plain AdamW -----------------
+# ---- 2. train the target as Granite, with transfer.outputs.apply and plain AdamW -----------------
 def recipe(run_dir: Path, args) -> dict:
     """The proxies' trial recipe, read from the run folder."""
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text())

@@ -1,4 +1,4 @@
-"""Trainer overhead: `transfer.trainer.train` vs a bare PyTorch loop, side by side in one run.
+"""Trainer overhead: `transfer.search.trainer.train` vs a bare PyTorch loop, side by side in one run.
 
 Both train the same freshly built model on the same batches with the same optimizer, schedule and
 clipping; the bare loop just has no bookkeeping (no per-step loss sync, divergence check, eval
@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 
 from proxies import TransformerFamily
-from transfer.data import sample_batch, stdlib_corpus
-from transfer.trainer import TrainSpec, lr_multiplier, make_optimizer, pick_device, train
+from transfer.plan.data import sample_batch, stdlib_corpus
+from transfer.search.trainer import TrainSpec, lr_multiplier, make_optimizer, pick_device, train
 
 GOAL = 0.95
 

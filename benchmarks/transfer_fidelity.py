@@ -6,7 +6,7 @@ L)^α with CompleteP's lr and ε factors; α = 0 is width-only μP, ½ Depth-μP
 and the figure `--figure` (one panel per α, one curve per depth).
 
 For each parametrization and width, sweep log2(lr) on a half-octave grid, average the final
-held-out loss over seeds, and fit the optimum with `transfer.fit.fit_optimum`. When a width's
+held-out loss over seeds, and fit the optimum with `transfer.verdict.fit.fit_optimum`. When a width's
 minimum is at the grid edge, the grid is extended on that side (up to --max-extend points), so
 every reported optimum is bracketed or explicitly flagged.
 
@@ -39,9 +39,9 @@ import numpy as np
 import torch
 
 from proxies import TransformerFamily
-from transfer.data import stdlib_corpus
-from transfer.fit import fit_optimum
-from transfer.trainer import TrainSpec, train
+from transfer.plan.data import stdlib_corpus
+from transfer.search.trainer import TrainSpec, train
+from transfer.verdict.fit import fit_optimum
 
 STEP = 0.5  # grid spacing in log2(lr): half an octave
 FIELDS = ["config", "parametrization", "width", "log2_lr", "seed", "val_loss", "diverged", "seconds",
@@ -339,9 +339,9 @@ def depth_main(args, runs: Runs, corpus, out: Path) -> int:
 
 
 def depth_verdict(args, per_depth: dict, small: int, large: int) -> dict:
-    """What `transfer.verdict.judge` — the sweep's depth verdict — says of these curves, with
+    """What `transfer.verdict.judge.judge` — the sweep's depth verdict — says of these curves, with
     its default limits (`Limits(axis="depth")`) and this grid's points as the fit window."""
-    from transfer.verdict import Limits, judge
+    from transfer.verdict.judge import Limits, judge
 
     curves = {d: list(zip(per_depth[d]["log2_lrs"], per_depth[d]["seed_losses"]))
               for d in (small, large)}

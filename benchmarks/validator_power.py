@@ -41,9 +41,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from transfer.curves import extend_each, extend_points, grid, mean_curve
-from transfer.validator import limits_from, lr_bounds
-from transfer.verdict import Limits, judge
+from transfer.verdict.curves import extend_each, extend_points, grid, mean_curve
+from transfer.verdict.judge import Limits, judge
+from transfer.verdict.width import limits_from, lr_bounds
 
 COORD_OK = {"passed": True, "max_abs_slope": 0.0}  # the lr verdict alone is measured here
 
@@ -139,14 +139,10 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
 
 
 def design_of(budget: str) -> tuple[dict, Limits]:
-    from hydra import compose, initialize_config_dir
+    from transfer.plan.compose import compose
+    from transfer.plan.config import validation_width
 
-    from transfer.config import register_configs, validation_width
-
-    register_configs()
-    conf = str(Path(__file__).resolve().parents[1] / "conf")
-    with initialize_config_dir(config_dir=conf, version_base="1.3"):
-        cfg = compose("config", overrides=[f"budget={budget}"])
+    cfg = compose([f"budget={budget}"])
     v, p = cfg.validation, cfg.proxy
     design = {"widths": (p.width, validation_width(p)), "points": v.points,
               "extend_each": True,  # the pipeline's extension: only the width that needs it

@@ -17,26 +17,20 @@ import multiprocessing as mp
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from transfer.config import register_configs
-from transfer.data import load_corpus
-from transfer.family import instantiate_family, plan_proxies
+from transfer.plan.compose import compose
+from transfer.plan.data import load_corpus
+from transfer.plan.family import instantiate_family, plan_proxies
 from transfer.search.space import default_hparams
+from transfer.search.trainer import train
 from transfer.search.training import train_spec
-from transfer.trainer import train
-
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
 
 def setup(overrides: list[str]):
-    register_configs()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=overrides)
+    cfg = compose(overrides)
     corpus = load_corpus(**OmegaConf.to_container(cfg.data, resolve=True))
     plan = instantiate_family(cfg, plan_proxies(cfg), corpus.vocab_size)
     return cfg, plan, corpus

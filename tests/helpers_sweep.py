@@ -6,16 +6,14 @@ import hashlib
 from pathlib import Path
 
 import optuna
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
 from transfer.archive import Archive
-from transfer.config import register_configs
+from transfer.plan.compose import compose
 
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
 # Smaller than budget=smoke: 10 steps at batch 16 on the tiny proxy, 1-3 s a trial on 2 cores.
@@ -25,9 +23,7 @@ TINY = ["model=tiny", "budget=smoke", "hardware=cpu", "train.tokens=5120", "prog
 
 def compose_cfg(overrides: list[str]) -> DictConfig:
     """`conf/config.yaml` with `overrides`, composed the way `python -m transfer.sweep` does."""
-    register_configs()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return compose("config", overrides=list(overrides))
+    return compose(overrides)
 
 
 def journal(run_dir: Path) -> JournalStorage:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from transfer.emit import emit_target
+from transfer.outputs.emit import emit_target
 
 BASE_WIDTH = 32
 # d_head 16 (the proxy family's), width_mult 4; unlike the defaults so a swapped field shows up.

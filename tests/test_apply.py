@@ -1,4 +1,4 @@
-"""transfer.apply: the μP init and AdamW groups of target.yaml, on GraniteForCausalLM and on the
+"""transfer.outputs.apply: the μP init and AdamW groups of target.yaml, on GraniteForCausalLM and on the
 project's own family — where the proxy's own init and MuAdamW are the reference."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from mup import MuAdamW
 from torch import nn
 
 from proxies import TransformerFamily
-from transfer import apply, hf
+from transfer.outputs import apply, hf
 
 HIDDEN_GROUPS = ("hidden_attn", "hidden_mlp_in", "hidden_mlp_down")
 TOL = 0.05  # relative σ tolerance: ≥ 8k draws per group, so the standard error is < 1 %

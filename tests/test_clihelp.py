@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from transfer.clihelp import bad_group_option, defaults, groups, help_text
+from transfer.cli.clihelp import bad_group_option, defaults, groups, help_text
 
 
 def test_groups_and_defaults_are_read_off_conf():
@@ -13,7 +13,7 @@ def test_groups_and_defaults_are_read_off_conf():
     assert {"1b", "3b", "7b", "tiny"} <= set(g["model"])
     assert {"default", "smoke", "thorough"} <= set(g["budget"])
     assert defaults()["model"] == "3b" and defaults()["budget"] == "default"
-    text = help_text("transfer.sweep", "summary", "exits")
+    text = help_text("transfer.cli.sweep", "summary", "exits")
     assert "3b*" in text and "smoke" in text and "--hydra-help" in text
 
 
@@ -43,7 +43,7 @@ def test_help_and_bad_option_import_neither_hydra_nor_torch(cli):
 def test_validate_cli_runs_the_job_through_hydra(tmp_path):
     """The lazy job module still reaches Hydra and the job: bad input there is exit 2, one
     line (the builder cannot be imported), and no run is written."""
-    out = subprocess.run([sys.executable, "-m", "transfer.validate", "budget=smoke",
+    out = subprocess.run([sys.executable, "-m", "transfer.cli.validate", "budget=smoke",
                           "proxy.builder._target_=no_such_pkg.build",
                           f"archive_dir={tmp_path / 'sweeps'}"], capture_output=True, text=True,
                          cwd=tmp_path)

@@ -8,9 +8,9 @@ from hydra.errors import MissingConfigException
 from omegaconf.errors import ValidationError
 
 from proxies.registry import size as proxy_size
-from transfer.config import check_config
-from transfer.errors import UserError
-from transfer.family import plan_proxies
+from transfer.plan.config import check_config
+from transfer.plan.errors import UserError
+from transfer.plan.family import plan_proxies
 
 # (d_model, n_layers, n_heads, n_kv_heads, d_ff, vocab_size, tied) as published; see conf/model.
 SHAPES = {

@@ -1,4 +1,4 @@
-"""transfer.coord: the numeric coordinate check separates μP from SP."""
+"""transfer.verdict.coord: the numeric coordinate check separates μP from SP."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from mup import MuReadout, set_base_shapes
 from torch import nn
 
 from proxies import TransformerFamily
-from transfer.coord import (
+from transfer.plan.data import stdlib_corpus
+from transfer.verdict.coord import (
     FINAL_RESIDUAL,
     LOGITS,
     coord_check,
@@ -19,7 +20,6 @@ from transfer.coord import (
     module_kind,
     plot_coord,
 )
-from transfer.data import stdlib_corpus
 
 WIDTHS = [32, 64, 128, 256]
 MAX_SLOPE = 0.25  # |d log2(l1) / d log2(width)|: 0.25 allows ×1.19 per doubling of width

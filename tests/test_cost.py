@@ -1,17 +1,16 @@
-"""transfer.cost: parameter counts against published totals, FLOPs and GPU-hours by hand, the
+"""transfer.outputs.cost: parameter counts against published totals, FLOPs and GPU-hours by hand, the
 naive alternative, the stage-seconds drill and the spending cap."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
-from transfer import cost
-from transfer.errors import BudgetExceeded, UserError
+from transfer.outputs import cost
+from transfer.plan.compose import CONF_DIR
+from transfer.plan.errors import BudgetExceeded, UserError
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = CONF_DIR
 
 
 def load(group: str, name: str) -> dict:

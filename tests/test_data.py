@@ -1,4 +1,4 @@
-"""transfer.data: the embedded stdlib corpus, token files, batches."""
+"""transfer.plan.data: the embedded stdlib corpus, token files, batches."""
 
 from __future__ import annotations
 
@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from transfer.data import eval_batches, load_corpus, sample_batch, stdlib_corpus, token_file_corpus
-from transfer.errors import DataError
+from transfer.plan.data import (
+    eval_batches,
+    load_corpus,
+    sample_batch,
+    stdlib_corpus,
+    token_file_corpus,
+)
+from transfer.plan.errors import DataError
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""transfer.depth: the depth check's grid, its reuse of the width grid, its verdict and record;
+"""transfer.verdict.depth: the depth check's grid, its reuse of the width grid, its verdict and record;
 the custom builders' depth hook. No training here: the CI-sized runs are in test_sweep.py."""
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from torch import nn
 
 from proxies import TransformerFamily
 from proxies.custom import CustomFamily
-from transfer import axis_grid, depth, rules
-from transfer.config import Config, ProxyConf, ValidationConf
-from transfer.curves import grid
-from transfer.family import ProxyPlan
+from transfer.outputs import rules
+from transfer.plan.config import Config, ProxyConf, ValidationConf
+from transfer.plan.family import ProxyPlan
 from transfer.search import Context
-from transfer.verdict import REJECTED, Limits, judge
+from transfer.verdict import axis_grid, depth
+from transfer.verdict.curves import grid
+from transfer.verdict.judge import REJECTED, Limits, judge
 
 V = {"points": 3, "seeds": 2, "step_log2": 1.0, "max_extend": 1, "depth": None}
 
@@ -136,8 +137,8 @@ def test_a_builder_without_the_hook_cannot_be_made_deeper():
 def test_bad_depth_settings_name_the_field(override, field):
     from helpers_sweep import compose_cfg
 
-    from transfer.config import check_config
-    from transfer.errors import UserError
+    from transfer.plan.config import check_config
+    from transfer.plan.errors import UserError
 
     with pytest.raises(UserError, match=field):
         check_config(compose_cfg(["model=tiny", override]))
@@ -146,7 +147,7 @@ def test_bad_depth_settings_name_the_field(override, field):
 def test_the_family_gets_the_depth_settings_from_the_config():
     from helpers_sweep import compose_cfg
 
-    from transfer.family import plan_proxies
+    from transfer.plan.family import plan_proxies
 
     plan = plan_proxies(compose_cfg(["model=tiny", "proxy.depth_alpha=0.5"]))
     assert plan.derived["depth_alpha"] == 0.5

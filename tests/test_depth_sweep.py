@@ -1,5 +1,5 @@
 """The depth check end to end, CI-sized: width-only μP (proxy.depth_alpha=0) is rejected across
-depth, CompleteP (depth_alpha=1) is not, through `transfer.sweep` on the tiny proxies (1 → 4
+depth, CompleteP (depth_alpha=1) is not, through `transfer.cli.sweep` on the tiny proxies (1 → 4
 layers). What rejects α = 0 at this size is the depth coordinate check (the final residual
 grows ∝ depth^0.8 under width-only μP, flat under CompleteP); the lr drift needs the longer
 runs of benchmarks/transfer_fidelity.py --axis depth (README, Depth)."""
@@ -14,8 +14,8 @@ import torch
 import yaml
 from helpers_sweep import TINY, compose_cfg, only_run
 
-from transfer.errors import EXIT_REJECTED
-from transfer.sweep import sweep
+from transfer.cli.sweep import sweep
+from transfer.plan.errors import EXIT_REJECTED
 
 # The lr stage only (one trial each for batch and warmup), then the width grid 32 → 64 and the
 # depth grid 1 → 4 layers at width 32: 5 one-octave points × 2 seeds, 40 steps of 16 × 32.

@@ -1,18 +1,18 @@
-"""transfer.emit: every emitted value against the μP formulas (Tensor Programs V, Table 3, Adam)
+"""transfer.outputs.emit: every emitted value against the μP formulas (Tensor Programs V, Table 3, Adam)
 for two target sizes, the train block's arithmetic, provenance honesty and the YAML file."""
 
 from __future__ import annotations
 
 import io
 import math
-from pathlib import Path
 
 import pytest
 import yaml
 
-from transfer import cost, emit
+from transfer.outputs import cost, emit
+from transfer.plan.compose import CONF_DIR
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = CONF_DIR
 BASE_WIDTH = 128
 # Deliberately unlike each other and unlike the defaults, so a swapped field shows up.
 WINNERS = {"lr": 3e-3, "batch_size": 32, "warmup_fraction": 0.07, "input_mult": 0.5,

@@ -1,10 +1,9 @@
-"""transfer.hf: target.yaml → GraniteConfig (hf/config.json), against target.yaml's own numbers
+"""transfer.outputs.hf: target.yaml → GraniteConfig (hf/config.json), against target.yaml's own numbers
 and against what GraniteForCausalLM actually does with them."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,9 +11,10 @@ import yaml
 from helpers_sweep import TINY, compose_cfg, only_run
 from helpers_target import group, small_target
 
-from transfer import apply, hf
 from transfer.archive import Archive
-from transfer.sweep import sweep
+from transfer.cli.sweep import sweep
+from transfer.outputs import apply, hf
+from transfer.plan.compose import CONF_DIR
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +160,7 @@ def test_a_sweep_writes_a_loadable_hf_config(tmp_path, transformers):
 @pytest.mark.parametrize("name", ["1b", "3b", "7b", "tiny"])
 def test_every_shipped_model_gives_a_granite_config(name, transformers):
     """conf/model/*.yaml as emitted: Granite accepts them and keeps shapes and tying."""
-    model = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf" / "model" /
+    model = yaml.safe_load((CONF_DIR / "model" /
                             f"{name}.yaml").read_text())
     cfg = hf.granite_config(small_target(**model))
     assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size) == (

@@ -17,13 +17,13 @@ from helpers_target import BASE_WIDTH, MODEL, PROXY, WINNERS
 from optuna.trial import TrialState
 
 from proxies import TransformerFamily
-from transfer import axis_grid, horizon
-from transfer.config import Config, ProxyConf, TrainConf, ValidationConf
-from transfer.curves import grid
-from transfer.emit import emit_target
-from transfer.family import ProxyPlan
+from transfer.cli.sweep import sweep
+from transfer.outputs.emit import emit_target
+from transfer.plan.config import Config, ProxyConf, TrainConf, ValidationConf
+from transfer.plan.family import ProxyPlan
 from transfer.search import Context
-from transfer.sweep import sweep
+from transfer.verdict import axis_grid, horizon
+from transfer.verdict.curves import grid
 
 V = {"points": 3, "seeds": 2, "step_log2": 1.0, "max_extend": 1, "tolerance_log2": 0.5,
      "max_gap": 0.01, "min_seeds": 2, "min_points": 4, "min_curvature_snr": 3.0,
@@ -124,8 +124,8 @@ def test_a_loose_exponent_keeps_the_rule():
 @pytest.mark.parametrize("override", ["validation.horizon_ratio=2",
                                       "validation.horizon_max_ci=0"])
 def test_bad_horizon_settings_name_the_field(override):
-    from transfer.config import check_config
-    from transfer.errors import UserError
+    from transfer.plan.config import check_config
+    from transfer.plan.errors import UserError
 
     with pytest.raises(UserError, match=override.split("=")[0]):
         check_config(compose_cfg([*TINY, override]))

@@ -49,7 +49,7 @@ def _check_counts(studies: dict) -> None:
 
 def _launch(url: str, archive: Path, name: str, worker: int) -> subprocess.Popen:
     env = dict(os.environ, TRANSFER_STORAGE_URL=url, OMP_NUM_THREADS="1")
-    args = [sys.executable, "-m", "transfer.sweep", *SMALL, f"archive_dir={archive}",
+    args = [sys.executable, "-m", "transfer.cli.sweep", *SMALL, f"archive_dir={archive}",
             f"name={name}", f"worker={worker}"]
     return subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

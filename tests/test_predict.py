@@ -7,10 +7,9 @@ import math
 
 from helpers_sweep import TINY, compose_cfg, only_run
 
-from transfer import predict
-from transfer.plan import plan_sweep
-from transfer.search import Context
-from transfer.sweep import sweep
+from transfer.cli.sweep import sweep
+from transfer.plan.planner import plan_sweep
+from transfer.search import Context, predict
 
 STEP, EVAL, SETUP = 0.01, 0.05, 0.2  # seconds: a step, an evaluation, building a trial
 

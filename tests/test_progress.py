@@ -3,7 +3,7 @@
 import io
 import math
 
-from transfer.progress import Progress
+from transfer.search.progress import Progress
 
 
 def test_eta_is_remaining_prediction_scaled_by_the_phase_measured_ratio():

@@ -1,15 +1,14 @@
-"""transfer.report: every section is there and shows the numbers it was given."""
+"""transfer.outputs.report: every section is there and shows the numbers it was given."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 import yaml
 
-from transfer import cost, emit, report
+from transfer.outputs import cost, emit, report
+from transfer.plan.compose import CONF_DIR
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = CONF_DIR
 SECTIONS = ("## What was swept", "## Winners per stage", "## Verdict", "## Plots",
             "## Emitted values", "## Budget", "## Not transferred")
 

@@ -9,15 +9,13 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
-from hydra import compose, initialize_config_dir
 
 from transfer.archive import Archive
-from transfer.config import register_configs
+from transfer.cli.sweep import sweep
+from transfer.plan.compose import compose
 from transfer.search import BudgetStop, training, trial
-from transfer.storage import make_storage
-from transfer.sweep import sweep
+from transfer.search.storage import make_storage
 
-CONF = str(Path(__file__).resolve().parent.parent / "conf")
 # Small enough for CI: 1-layer proxies at widths 16 → 32, a few steps per trial.
 SMALL = ["model=tiny", "budget=smoke", "proxy.width=16", "proxy.validation_width=32",
          "train.tokens=8192", "train.n_evals=2", "stages.stage.lr.trials=3",
@@ -27,9 +25,7 @@ SMALL = ["model=tiny", "budget=smoke", "proxy.width=16", "proxy.validation_width
 
 
 def _cfg(archive: Path, *extra: str):
-    register_configs()
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose("config", overrides=[*SMALL, f"archive_dir={archive}", *extra])
+    return compose([*SMALL, f"archive_dir={archive}", *extra])
 
 
 def _winners(run_dir: Path) -> dict:

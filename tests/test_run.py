@@ -1,5 +1,5 @@
-"""transfer.run: a worker process trains exactly the grids the finalizing process trains; below
-the job layer the run's Context carries plain `transfer.config.Config` dataclasses."""
+"""transfer.cli.run: a worker process trains exactly the grids the finalizing process trains; below
+the job layer the run's Context carries plain `transfer.plan.config.Config` dataclasses."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ import pytest
 from helpers_sweep import TINY, compose_cfg, only_run
 from omegaconf import OmegaConf, read_write
 
-from transfer import depth, finalize, horizon, run
-from transfer.config import Config, ParamConf, StageConf, to_config
-from transfer.errors import UserError
-from transfer.plan import make_context, plan_sweep
+from transfer.cli import run
+from transfer.cli.sweep import sweep
+from transfer.outputs import finalize
+from transfer.plan.config import Config, ParamConf, StageConf, to_config
+from transfer.plan.errors import UserError
+from transfer.plan.planner import make_context, plan_sweep
 from transfer.search import default_hparams
-from transfer.storage import make_storage
-from transfer.sweep import sweep
+from transfer.search.storage import make_storage
+from transfer.verdict import depth, horizon
 
 GRIDS = [*TINY, "validation.depth_enabled=true", "validation.horizon_enabled=true"]
 

@@ -1,4 +1,4 @@
-"""transfer.storage against a real PostgreSQL server (tests/conftest.py) and a journal file."""
+"""transfer.search.storage against a real PostgreSQL server (tests/conftest.py) and a journal file."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from transfer.errors import UserError
-from transfer.storage import (
+from transfer.plan.errors import UserError
+from transfer.search.storage import (
     ENV_URL,
     JOURNAL_FILE,
     close_orphaned_trials,
@@ -37,7 +37,7 @@ WORKER = """
 import json, sys, time
 from pathlib import Path
 import optuna
-from transfer.storage import make_storage, mark_owner
+from transfer.search.storage import make_storage, mark_owner
 
 a = json.loads(sys.argv[1])
 optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -1,8 +1,8 @@
-"""transfer.summary: what a finished sweep prints."""
+"""transfer.outputs.summary: what a finished sweep prints."""
 
 from __future__ import annotations
 
-from transfer.summary import not_transferred_line
+from transfer.outputs.summary import not_transferred_line
 
 
 def test_not_transferred_line_names_target_yaml_items_in_order_once():

@@ -1,6 +1,6 @@
 """`python -m transfer.sweep` end to end: outputs, stages, resume after SIGKILL, workers, bad input.
 
-Driven through `transfer.sweep.sweep(cfg)` with composed configs and throwaway archives; a real
+Driven through `transfer.cli.sweep.sweep(cfg)` with composed configs and throwaway archives; a real
 process only where one is needed (Hydra's own CLI error, a SIGKILL mid-stage).
 """
 
@@ -36,11 +36,11 @@ from helpers_sweep import (
 )
 from optuna.trial import TrialState
 
-from transfer.config import TUNABLE
-from transfer.errors import EXIT_OK, EXIT_USER_ERROR, verdict_exit_code
+from transfer.cli.sweep import sweep
+from transfer.plan.config import TUNABLE
+from transfer.plan.errors import EXIT_OK, EXIT_USER_ERROR, verdict_exit_code
 from transfer.search import default_hparams, study_name, training
-from transfer.storage import OWNER_ATTR, this_process
-from transfer.sweep import sweep
+from transfer.search.storage import OWNER_ATTR, this_process
 
 ORDER = ["lr", "batch_size", "warmup"]
 TRIALS = {"lr": 3, "batch_size": 2, "warmup": 2}
@@ -289,7 +289,7 @@ def test_read_only_archive_exits_2(tmp_path, archive_with_a_run, capsys):
 
 
 def test_unknown_group_option_is_exit_2_and_one_line(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "transfer.sweep", "model=nope",
+    done = subprocess.run([sys.executable, "-m", "transfer.cli.sweep", "model=nope",
                            f"archive_dir={tmp_path}/sweeps"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120, env=ONE_THREAD)
     assert done.returncode == 2
@@ -307,7 +307,7 @@ RESUME_TRIALS = {"lr": 4, "batch_size": 1, "warmup": 1}
 
 def _start(archive: Path, log: Path) -> subprocess.Popen:
     with log.open("a") as f:
-        return subprocess.Popen([sys.executable, "-m", "transfer.sweep", *RESUME,
+        return subprocess.Popen([sys.executable, "-m", "transfer.cli.sweep", *RESUME,
                                  f"archive_dir={archive}"], cwd=archive.parent, stdout=f,
                                 stderr=subprocess.STDOUT, env=ONE_THREAD)
 

@@ -1,4 +1,4 @@
-"""transfer.trainer: reproducible, honest proxy training."""
+"""transfer.search.trainer: reproducible, honest proxy training."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from proxies import TransformerFamily
-from transfer.data import stdlib_corpus
-from transfer.trainer import TrainSpec, lr_multiplier, train
+from transfer.plan.data import stdlib_corpus
+from transfer.search.trainer import TrainSpec, lr_multiplier, train
 
 FAMILY = TransformerFamily(n_layers=1, d_head=8, seq_len=32, base_width=32)
 STEPS = 12

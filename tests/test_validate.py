@@ -25,10 +25,10 @@ from mup import MuReadout
 from torch import nn
 
 from proxies.custom import CustomFamily
-from transfer.audit import AuditFailed, audit
-from transfer.errors import EXIT_OK, EXIT_REJECTED, EXIT_USER_ERROR, UserError
-from transfer.plan import plan_custom
-from transfer.validate import compose_config, run, validate_model
+from transfer.cli.validate import compose_config, run, validate_model
+from transfer.plan.audit import AuditFailed, audit
+from transfer.plan.errors import EXIT_OK, EXIT_REJECTED, EXIT_USER_ERROR, UserError
+from transfer.plan.planner import plan_custom
 
 # Grid centres: each family's optimum at width 32 and this budget, measured (the lr stage is
 # skipped: stages.stage.lr.trials=1 trains train.lr only). A sweep would centre on its lr stage.
@@ -393,8 +393,8 @@ def test_a_builder_that_sets_its_own_base_shapes_keeps_them(tmp_path):
 def test_judge_rejects_a_wide_model_that_diverges_almost_everywhere():
     """Regression: an SP model that diverged at 3 of 5 points of the wide width crashed the
     shared-curvature fit (KeyError) instead of being rejected; seen with parallel_sp, seed 4."""
-    from transfer.curves import grid
-    from transfer.verdict import Limits, judge
+    from transfer.verdict.curves import grid
+    from transfer.verdict.judge import Limits, judge
 
     xs = grid(-4.3, 5, 1.0)
     curves = {w: [(x, [y, y + 0.01]) for x, y in zip(xs, losses)] for w, losses in

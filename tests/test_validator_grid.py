@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import optuna
 
 from tests.helpers_grid import width_study
-from transfer.curves import grid
-from transfer.validator import extend_grid
+from transfer.verdict.curves import grid
+from transfer.verdict.width import extend_grid
 
 XS = grid(-7.0, 3, 1.0)  # -8, -7, -6
 

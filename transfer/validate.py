@@ -1,58 +1,7 @@
-"""`python -m transfer.validate proxy=custom proxy.builder._target_=my_pkg.models.build`: is my
-model μP? A thin Hydra CLI over `transfer.validate_job` (`validate(cfg)`), and
-`validate_model(build)` for Python.
+"""`python -m transfer.validate` and `from transfer.validate import validate_model`: the
+documented entry points of "is my model μP?" (the CLI is `transfer.cli.validate`)."""
 
-The job's imports (torch, Optuna, the trainer) load on first use, so `--help` and a misspelt
-option are answered without them (`benchmarks/startup.py` measures it).
-"""
-
-from __future__ import annotations
-
-import sys
-from typing import TYPE_CHECKING
-
-from transfer.clihelp import CONF_DIR, answer_without_hydra
-
-if TYPE_CHECKING:  # for readers and type checkers; at run time `__getattr__` loads them
-    from transfer.validate_job import compose_config, run, validate, validate_model
-
-__all__ = ["compose_config", "main", "run", "validate", "validate_model"]
-
-SUMMARY = ("Is my model μP? Audit a builder's shapes, then check that its lr optimum stays put\n"
-           "from proxy.width to proxy.validation_width: python -m transfer.validate proxy=custom "
-           "proxy.builder._target_=my_pkg.models.build")
-EXITS = ("exit codes: 0 passed, 3 rejected, 4 cannot tell (inconclusive), 2 bad input (one line, "
-         "or one per audit finding)")
-_JOB = {"compose_config", "run", "validate", "validate_model"}
-
-
-def __getattr__(name: str):
-    """`from transfer.validate import validate_model` (and the rest of the job): loaded here."""
-    if name in _JOB:
-        from transfer import validate_job
-
-        return getattr(validate_job, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def main() -> None:
-    """`--help` and a misspelt group option are answered from conf/ (Hydra's help composes
-    every group, and this module would first import the job: `benchmarks/startup.py` times
-    both); anything else is Hydra's."""
-    answer_without_hydra("transfer.validate", SUMMARY, EXITS, sys.argv[1:])
-    import hydra
-
-    from transfer.config import register_configs
-    from transfer.validate_job import run
-
-    register_configs()
-
-    @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
-    def _main(cfg) -> None:
-        sys.exit(run(cfg))
-
-    _main()
-
+from transfer.cli.validate import __all__, __getattr__, main  # noqa: F401
 
 if __name__ == "__main__":
     main()

@@ -8,15 +8,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from transfer.archive import code_version, fingerprint, fingerprint_payload, library_versions
-from transfer.config import (
+from transfer.plan.compose import compose
+from transfer.plan.config import (
     CostConf,
     HardwareConf,
     ModelConf,
@@ -25,20 +24,16 @@ from transfer.config import (
     StorageConf,
     TrainConf,
     ValidationConf,
-    register_configs,
     to_container,
 )
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
 DATA_HASH = "ab" * 32
 VERSIONS = {"torch": "2.13.0", "mup": "1.0.0", "optuna": "5.0.0", "python": "3.11"}
 
 
 @pytest.fixture(scope="module")
 def cfg() -> dict:
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF), version_base=None):
-        c = compose("config", overrides=["model=tiny", "budget=smoke", "stages=multipliers"])
+    c = compose(["model=tiny", "budget=smoke", "stages=multipliers"])
     return to_container(c)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from transfer.errors import UserError
+from transfer.plan.errors import UserError
 
 TMP_PREFIX = ".tmp-"
 

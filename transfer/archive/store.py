@@ -37,7 +37,7 @@ from transfer.archive.index import (
     parse_index,
     typed,
 )
-from transfer.errors import UserError
+from transfer.plan.errors import UserError
 
 INDEX = "index.csv"
 LOCK = ".index.lock"

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from transfer.config import Config
-from transfer.errors import UserError
-from transfer.family import ProxyPlan
-from transfer.progress import Progress
+from transfer.plan.config import Config
+from transfer.plan.errors import UserError
+from transfer.plan.family import ProxyPlan
+from transfer.search.progress import Progress
 
 
 class BudgetStop(UserError):
@@ -20,7 +20,7 @@ class BudgetStop(UserError):
 class Context:
     """Everything a worker needs; plain values plus the storage and the lock."""
 
-    cfg: Config  # the resolved config as plain dataclasses (transfer.plan.make_context)
+    cfg: Config  # the resolved config as plain dataclasses (transfer.plan.planner.make_context)
     plan: ProxyPlan
     corpus: Any
     storage: Any
@@ -31,5 +31,5 @@ class Context:
     worker: int = 0
     spent: Callable[[], tuple[float, float]] | None = None  # (seconds, flops) so far, all workers
     _probe: dict = field(default_factory=dict)  # (width, batch size) -> timings, see probe.py
-    phases: dict = field(default_factory=dict)  # phase -> wall seconds (transfer.phases)
-    prediction: dict | None = None  # transfer.predict.predict_run, made before training
+    phases: dict = field(default_factory=dict)  # phase -> wall seconds (transfer.search.phases)
+    prediction: dict | None = None  # transfer.search.predict.predict_run, made before training

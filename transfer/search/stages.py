@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import optuna
 from optuna.trial import TrialState
 
-from transfer.errors import UserError
+from transfer.plan.errors import UserError
 from transfer.search.context import Context
 from transfer.search.probe import predict_seconds
 from transfer.search.space import (

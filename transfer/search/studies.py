@@ -13,7 +13,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from transfer.search.context import Context
-from transfer.storage import OWNER_ATTR, close_orphaned_trials, fail_stale
+from transfer.search.storage import OWNER_ATTR, close_orphaned_trials, fail_stale
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 

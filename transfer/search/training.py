@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from transfer.errors import UserError
-from transfer.family import MODEL_HPARAMS
+from transfer.plan.errors import UserError
+from transfer.plan.family import MODEL_HPARAMS
 from transfer.search.context import Context
-from transfer.trainer import TrainResult, TrainSpec, train
+from transfer.search.trainer import TrainResult, TrainSpec, train
 
 
 def train_spec(cfg, hp: dict, *, width: int, seed: int, tokens: int | None = None,

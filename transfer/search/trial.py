@@ -23,8 +23,8 @@ from transfer.search import training
 from transfer.search.cap import enforce_cap
 from transfer.search.context import Context
 from transfer.search.probe import predict_seconds
+from transfer.search.storage import mark_owner
 from transfer.search.studies import FINISHED, close_orphans
-from transfer.storage import mark_owner
 
 
 class _Heartbeat:

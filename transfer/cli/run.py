@@ -1,0 +1,105 @@
+"""The end-to-end job behind `python -m transfer.sweep`, as a plain function of the config.
+
+config → plan (transfer.plan.planner) → predicted cost against the cap (transfer.search.predict) → archived run
+reused (transfer.search.reuse) → stage studies (transfer.search) → grids, verdicts, emitted config and
+cost → run folder (transfer.outputs.finalize, transfer.outputs.write). Everything that can be wrong with the
+input is checked before the archive is touched.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+
+import optuna
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from transfer.archive import code_version
+from transfer.outputs.finalize import finalize, run_grids, write_partial
+from transfer.plan.errors import UserError
+from transfer.plan.planner import make_context, plan_sweep
+from transfer.search import (
+    BudgetStop,
+    predict,
+    resolve_workers,
+    run_stages,
+    start_workers,
+    threads_per_process,
+)
+from transfer.search.phases import process_age, timed
+from transfer.search.reuse import reuse_archived
+from transfer.search.storage import make_storage
+
+
+def _worker_job(cfg_container: dict, worker: int) -> None:
+    """What a local worker process runs (`start_workers`): the same stages and the same grids
+    (`run_grids`, as the finalizing process) on the same studies, no finalisation."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # spawned: the CLI's setting is not
+    cfg = OmegaConf.create(cfg_container)                 # inherited; progress lines only
+    plan = plan_sweep(cfg)
+    storage = make_storage(plan.config.storage, run_dir=plan.archive.run_dir(plan.name))
+    ctx = make_context(plan, storage, worker=worker)
+    try:
+        run_grids(ctx, run_stages(ctx))
+    except UserError as e:
+        print(f"worker {worker}: {e}", file=sys.stderr)
+
+
+def run_sweep(cfg: DictConfig) -> int:
+    """The whole job; returns the exit code (0 validated, 3 rejected, 4 inconclusive). Raises
+    UserError. Optuna's logging is the caller's (the CLI quiets it: `transfer.cli.sweep`)."""
+    started = time.time()
+    phases = {"startup": process_age()}  # interpreter, imports, Hydra: before this function
+    if cfg.workers == "auto":  # a number from here on (workers and the fingerprint alike)
+        cfg = copy.deepcopy(cfg)
+        cfg.workers = resolve_workers(cfg.workers, str(cfg.device))
+    plan = plan_sweep(cfg)
+    if cfg.workers > 1:  # this process trains one share of the cores, like each worker; the
+        torch.set_num_threads(threads_per_process(cfg.workers))  # probes time that share
+    storage = None
+    if cfg.storage.kind == "postgres":  # connect before creating anything in the archive
+        storage = make_storage(plan.config.storage, run_dir=plan.archive.run_dir(plan.name))
+    early = predict.before_archive(plan)  # with a cap: refuse to start over it, before the
+    if early is not None:                   # archive is touched
+        with timed(phases, "probes"):
+            pred = predict.predict_and_check_cap(early)
+    run_dir = plan.archive.create_run(
+        plan.name, fingerprint=plan.fingerprint, model=cfg.model.name,
+        parametrization=cfg.proxy.parametrization,
+        proxy_widths=[plan.proxies.width, plan.proxies.validation_width],
+        code_version=code_version())
+    if storage is None:
+        reused = reuse_archived(plan, run_dir) if cfg.reuse == "auto" else None
+        storage = make_storage(plan.config.storage, run_dir=run_dir)
+    else:
+        reused = None
+    ctx = make_context(plan, storage, worker=cfg.worker * cfg.workers)
+    if reused:
+        ctx.progress.line(reused)
+    if early is None:  # no cap: predicted here, for what is left (a re-emit probes nothing)
+        with timed(phases, "probes"):
+            pred = predict.predict_run(ctx)
+    else:
+        ctx._probe.update(early._probe)  # the probes are not paid twice
+    ctx.phases.update(phases)
+    ctx.prediction = pred
+    ctx.progress.line(predict.line(pred, phases))
+    # after the probes: they time an idle machine
+    procs, _ = start_workers(OmegaConf.to_container(cfg, resolve=True), _worker_job)
+    try:
+        with timed(ctx.phases, "stages"):
+            hp = run_stages(ctx)
+        # the grids train at the stages' winners: the rest is priced again at them
+        after = predict.after_stages(ctx, hp, ctx.phases["startup"] + time.time() - started)
+        pred["after_stages"] = after
+        ctx.progress.line(predict.after_line(after))
+        code = finalize(plan, ctx, hp, started=started)
+    except BudgetStop as e:
+        write_partial(plan, ctx, str(e), started=started)
+        raise
+    finally:
+        for p in procs:
+            p.join()
+    return code

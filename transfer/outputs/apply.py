@@ -1,0 +1,160 @@
+"""target.yaml → a model's init and its `torch.optim.AdamW` parameter groups.
+
+`init_(model, target)` draws every parameter with its group's μP σ (zero where the proxy had
+zero-init: the attention query, the untied readout by default); `param_groups(model, target)`
+returns one AdamW group per target.yaml group with its lr, weight decay and ε. Parameters are
+matched by role (name pattern, checked against shape) for a Hugging Face `GraniteForCausalLM`
+and for the project's own family (`proxies/transformer.py`); each role is decided once, in
+`transfer.outputs.params`, and both functions read that one answer. An unknown parameter or group
+name is an error that names it. No mup package is needed: the numbers in target.yaml are already explicit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import yaml
+from torch import nn
+
+from transfer.outputs.params import GROUP_ROLES, HIDDEN, MATRIX_ROLES, ROLE_PATTERNS, role_of
+
+# Roles, their name patterns and the group names are decided once, in transfer.outputs.params.
+__all__ = ["GROUP_ROLES", "ROLE_PATTERNS", "Assigned", "assign", "init_", "load_target",
+           "param_groups", "role_of"]
+
+# A group's `zero_init` entries (target.yaml words) → roles.
+ZERO_INIT_ROLES: dict[str, frozenset[str]] = {
+    "attention q": frozenset(("attn_q",)),
+    "readout": frozenset(("readout",)),
+}
+
+
+@dataclass(frozen=True)
+class Assigned:
+    """One parameter's decided role and target.yaml group."""
+
+    name: str
+    param: nn.Parameter
+    role: str
+    group: Mapping
+
+
+def load_target(run_dir: Path | str) -> dict:
+    """`run_dir/target.yaml` as a dict (plain YAML; nothing in it is executed)."""
+    return yaml.safe_load((Path(run_dir) / "target.yaml").read_text(encoding="utf-8"))
+
+
+def _group_for_role(groups: list[Mapping]) -> dict[str, Mapping]:
+    unknown = [g["name"] for g in groups if g["name"] not in GROUP_ROLES]
+    if unknown:
+        raise ValueError(f"target.yaml param group {unknown[0]!r} is unknown to transfer.outputs.apply; "
+                         f"known: {', '.join(GROUP_ROLES)} (add it to GROUP_ROLES)")
+    out: dict[str, Mapping] = {}
+    for role in {r for roles in GROUP_ROLES.values() for r in roles}:
+        holders = sorted((len(GROUP_ROLES[g["name"]]), g["name"], g) for g in groups
+                         if role in GROUP_ROLES[g["name"]])
+        if len(holders) > 1 and holders[0][0] == holders[1][0]:
+            raise ValueError(f"param groups {holders[0][1]!r} and {holders[1][1]!r} both claim "
+                             f"role {role!r}; target.yaml must give each parameter one group")
+        if holders:
+            out[role] = holders[0][2]
+    return out
+
+
+def _check_shape(name: str, p: torch.Tensor, role: str, model_block: Mapping | None) -> None:
+    want_ndim = 2 if role in MATRIX_ROLES else 1
+    if p.ndim != want_ndim:
+        raise ValueError(f"parameter {name!r} looks like {role!r} by name but has shape "
+                         f"{tuple(p.shape)} (expected {want_ndim} dims)")
+    if model_block is None:
+        return
+    d, vocab = int(model_block["d_model"]), int(model_block["vocab_size"])
+    ok = {"embedding": tuple(p.shape) == (vocab, d), "readout": tuple(p.shape) == (vocab, d),
+          "norm": tuple(p.shape) == (d,), "final_norm": tuple(p.shape) == (d,),
+          "position": p.ndim == 2 and p.shape[1] == d}
+    if not ok.get(role, role not in HIDDEN or d in p.shape):
+        raise ValueError(f"parameter {name!r} ({role}) has shape {tuple(p.shape)}, which does "
+                         f"not fit the target (d_model {d}, vocab {vocab}): target.yaml's σ and lr "
+                         "are for the target's width; pass strict=False only for a deliberately "
+                         "resized model")
+
+
+def assign(model: nn.Module, target: Mapping, *, strict: bool = True) -> list[Assigned]:
+    """Every parameter of `model` (shared ones once) with its role and target.yaml group.
+
+    `strict` also checks shapes against target.yaml's model block (width and vocabulary).
+    """
+    by_role = _group_for_role(list(target["param_groups"]))
+    model_block = target["model"] if strict else None
+    out = []
+    for name, p in model.named_parameters():
+        role = role_of(name)
+        _check_shape(name, p, role, model_block)
+        if role not in by_role:
+            raise ValueError(f"parameter {name!r} ({role}) is in no target.yaml param group "
+                             f"(groups: {', '.join(g['name'] for g in target['param_groups'])})")
+        out.append(Assigned(name, p, role, by_role[role]))
+    _check_tying(out, target)
+    return out
+
+
+def _check_tying(assigned: list[Assigned], target: Mapping) -> None:
+    roles = {a.role for a in assigned}
+    readout = next((g for g in target["param_groups"] if g["name"] == "readout"), None)
+    target_tied = readout is not None and readout.get("tied_to") == "embedding"
+    model_tied = "embedding" in roles and "readout" not in roles  # a shared tensor shows once
+    if target_tied != model_tied:
+        raise ValueError(f"the model's embeddings are {'tied' if model_tied else 'untied'} but "
+                         f"target.yaml's are {'tied' if target_tied else 'untied'}; build the "
+                         "model with tie_word_embeddings as in hf/config.json")
+
+
+def _zero_roles(group: Mapping) -> frozenset[str]:
+    out: set[str] = set()
+    for what in group.get("zero_init") or []:
+        if what not in ZERO_INIT_ROLES:
+            raise ValueError(f"param group {group['name']!r}: zero_init entry {what!r} is unknown "
+                             f"to transfer.outputs.apply; known: {', '.join(ZERO_INIT_ROLES)}")
+        out |= ZERO_INIT_ROLES[what]
+    return frozenset(out)
+
+
+def init_(model: nn.Module, target: Mapping, *, seed: int = 0, strict: bool = True) -> nn.Module:
+    """Initialise `model` in place by target.yaml's per-group σ; deterministic for `seed`,
+    global RNG untouched. Zero where the group's zero_init says (or σ is 0), norm gains 1,
+    biases 0."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    for a in assign(model, target, strict=strict):
+        std = a.group.get("init_std")
+        with torch.no_grad():
+            if a.role == "bias":
+                a.param.zero_()
+            elif a.role in _zero_roles(a.group) or std == 0:
+                a.param.zero_()
+            elif std is None:  # vector group: init "ones" (norm gains)
+                a.param.fill_(1.0)
+            else:
+                a.param.copy_(torch.randn(a.param.shape, generator=gen) * float(std))
+    return model
+
+
+def param_groups(model: nn.Module, target: Mapping, *, strict: bool = True) -> list[dict]:
+    """AdamW parameter groups: one per target.yaml group that holds parameters, in its order,
+    with `lr`, `weight_decay` and (when the group has them) `eps` and `betas`; `name` too."""
+    members: dict[str, list[nn.Parameter]] = {}
+    for a in assign(model, target, strict=strict):
+        members.setdefault(a.group["name"], []).append(a.param)
+    out = []
+    for g in target["param_groups"]:
+        if g["name"] not in members:
+            continue  # e.g. a tied readout: its tensor is the embedding's
+        d = {"name": g["name"], "params": members[g["name"]], "lr": float(g["lr"]),
+             "weight_decay": float(g["weight_decay"])}
+        for key in ("eps", "betas"):
+            if g.get(key) is not None:
+                d[key] = tuple(g[key]) if key == "betas" else float(g[key])
+        out.append(d)
+    return out

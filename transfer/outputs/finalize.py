@@ -1,0 +1,348 @@
+"""After the stages: the validator's grids, then — once per run — the verdicts, the emitted
+config, the cost, and every result file (through `transfer.outputs.write`).
+
+Every worker trains its share of the grids (`run_grids`: the same grids for all, so they cannot
+diverge); the one that claims the run under the run lock judges them and writes the results,
+every other worker exits after the grids.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+import time
+from dataclasses import dataclass, field
+
+import optuna
+import pandas as pd
+
+from transfer.outputs import cost as costs
+from transfer.verdict import depth, horizon
+from transfer.outputs import summary
+from transfer.verdict.coord import coord_png
+from transfer.outputs.emit import emit_target
+from transfer.plan.errors import EXIT_OK, EXIT_REJECTED, verdict_exit_code
+from transfer.plan.hparams import TUNABLE
+from transfer.outputs.write import COORD_PLOT, RunFiles, report_plots, write_run
+from transfer.search.phases import timed
+from transfer.plan.planner import Plan, plain_config
+from transfer.outputs.report import render_report
+from transfer.search import Context, StageSummary, open_study, summarize
+from transfer.search.storage import owner_alive, this_process
+from transfer.verdict.width import (
+    judge_study,
+    open_validation_study,
+    run_coord_check,
+    run_grid,
+    transfer_png,
+)
+from transfer.verdict.judge import Verdict
+
+TRAIN_DEFAULT_KEYS = ("weight_decay", "schedule", "min_lr_fraction", "grad_clip")
+
+
+@dataclass
+class Checks:
+    """What the validator found, for the worker that writes the results."""
+
+    study: optuna.Study  # the width grid's (its user attributes hold the coordinate check)
+    verdict: Verdict
+    coord_seconds: float = 0.0  # spent on the coordinate check in this launch
+    depth: Verdict | None = None
+    horizon: Verdict | None = None
+    horizon_result: dict | None = None  # transfer.verdict.horizon.measure
+    plots: dict[str, bytes] = field(default_factory=dict)  # file name under plots/ → PNG
+
+
+def run_grids(ctx: Context, hp: dict) -> optuna.Study | None:
+    """This worker's share of every validation grid the config asks for: the width grid, then
+    the depth and horizon grids (which copy points from it). None when validation is off.
+    Worker processes and the finalizing one both call this: they train the same grids."""
+    if not ctx.cfg.validation.enabled:
+        return None
+    with timed(ctx.phases, "validation"):
+        study = run_grid(ctx, hp)
+    if depth.enabled(ctx.cfg):
+        with timed(ctx.phases, "depth"):
+            depth.run_depth_grid(ctx, hp, study)
+    if horizon.enabled(ctx.cfg):
+        with timed(ctx.phases, "horizon"):
+            horizon.run_horizon_grid(ctx, hp, study)
+    return study
+
+
+def _claim(ctx: Context, study: optuna.Study) -> bool:
+    """True for exactly one live worker of the run: the one that writes the results."""
+    me = this_process()
+    with ctx.lock():
+        claim = study.user_attrs.get("finalize")
+        if claim and claim["owner"] != me and owner_alive(claim["owner"]):
+            stale = not claim["done"] and time.time() - claim["time"] > 600
+            if not stale:
+                return False
+        study.set_user_attr("finalize", {"owner": me, "time": time.time(), "done": False})
+        return True
+
+
+def validate_transfer(ctx: Context, hp: dict, *, coord_plotted: bool,
+                      target_width: int | None = None) -> Checks | None:
+    """The grids (this worker's share); then, for the one worker that claims the run, the
+    coordinate check (once: kept in the study; again only when `coord_plotted` is false, its
+    plot missing from the run folder), the width verdict and the μTransfer plot.
+
+    None for every other worker. The sweep and `python -m transfer.validate` both validate
+    through here (validation must be enabled).
+    """
+    study = run_grids(ctx, hp)
+    if not _claim(ctx, study):
+        return None
+    plots, coord_seconds = {}, 0.0
+    coord = study.user_attrs.get("coord_check")
+    if coord is None or not coord_plotted:
+        t = time.perf_counter()
+        with timed(ctx.phases, "coord"):
+            res = run_coord_check(ctx, hp)
+        plots["coord_check.png"] = coord_png(res)
+        coord_seconds = time.perf_counter() - t
+        coord = res.to_dict()
+        study.set_user_attr("coord_check", coord)
+    verdict = judge_study(ctx, study, float(hp["lr"]), coord, target_width=target_width)
+    plots["lr_transfer.png"] = transfer_png(verdict)
+    return Checks(study, verdict, coord_seconds, plots=plots)
+
+
+def mark_finalized(study: optuna.Study) -> None:
+    """Every result file is written: a later claim by another worker is not stale."""
+    study.set_user_attr("finalize", {"owner": this_process(), "time": time.time(), "done": True})
+
+
+def trials_frame(ctx: Context) -> pd.DataFrame:
+    """One row per trial of every stage and of the validation grids."""
+    rows = []
+    studies = [(name, open_study(ctx, i, name)) for i, name in enumerate(ctx.cfg.stages.order)]
+    if ctx.cfg.validation.enabled:
+        studies.append(("validation", open_validation_study(ctx)))
+        if depth.enabled(ctx.cfg):
+            studies.append((depth.STAGE, depth.open_depth_study(ctx)))
+        if horizon.enabled(ctx.cfg):
+            studies.append((horizon.STAGE, horizon.open_horizon_study(ctx)))
+    for stage, study in studies:
+        for t in study.get_trials(deepcopy=False):
+            a = t.user_attrs
+            rows.append({"stage": stage, "number": t.number, "width": a.get("width"),
+                         "state": t.state.name, "value": t.value,
+                         **{k: v for k, v in (a.get("hparams") or t.params).items()},
+                         "seconds": a.get("seconds"), "predicted_seconds":
+                             a.get("predicted_seconds"), "tokens": a.get("tokens"),
+                         "flops": a.get("flops"), "diverged": a.get("diverged"),
+                         "seed": a.get("seed"), "device": a.get("device")})
+    return pd.DataFrame(rows)
+
+
+def _measured(trials: pd.DataFrame, coord_seconds: float) -> dict:
+    is_val = trials.stage.isin(["validation", depth.STAGE, horizon.STAGE])
+    sweep, val = trials[~is_val], trials[is_val]
+    device = next((d for d in trials.get("device", pd.Series(dtype=str)).dropna()), "cpu")
+    return {"device": device, "n_devices": 1,
+            "sweep": {"seconds": float(sweep.seconds.fillna(0).sum()),
+                      "flops": float(sweep.flops.fillna(0).sum())},
+            "validation": {"seconds": float(val.seconds.fillna(0).sum()) + coord_seconds,
+                           "flops": float(val.flops.fillna(0).sum())}}
+
+
+def _cost(plan: Plan, ctx: Context, trials: pd.DataFrame, stages: list[StageSummary], *,
+          coord_seconds: float, started: float, **kw) -> dict:
+    """cost.json: the target's cost, the tuning's as measured, this launch's wall time, and
+    its phases as predicted before training and as measured (`transfer.search.predict`)."""
+    cfg = ctx.cfg
+    pred = ctx.prediction
+    c = costs.cost_report(
+        cfg.model, cfg.hardware, cfg.cost,
+        measured=_measured(trials, coord_seconds), stages=[s.to_dict() for s in stages],
+        predicted_seconds=None if pred is None else pred["seconds"], **kw)
+    c["wall_seconds"] = time.time() - started
+    c.update(costs.phase_report(dict(ctx.phases), pred, c["wall_seconds"]))
+    c["trial_timing"] = trial_timing(trials)
+    return c
+
+
+def trial_timing(trials: pd.DataFrame) -> dict:
+    """Per stage or grid: the trials trained to the end (pruned, diverged and copied ones
+    excluded), their seconds summed as measured and as their probes predicted, and measured ÷
+    predicted − 1: the probes' own error on what ran, apart from how many trials ran (grid
+    extensions, pruning)."""
+    out: dict = {}
+    if not len(trials):
+        return out
+    ran = trials[(trials.state == "COMPLETE") & (trials.seconds.fillna(0) > 0)
+                 & (trials.predicted_seconds.fillna(0) > 0)]
+    for stage, g in ran.groupby("stage", sort=False):
+        m, p = float(g.seconds.sum()), float(g.predicted_seconds.sum())
+        out[stage] = {"trials": len(g), "measured_seconds": m,
+                      "predicted_seconds": p, "error": m / p - 1}
+    return out
+
+
+def winners_for_emit(cfg, hp: dict, verdict: Verdict | None = None) -> dict:
+    w = {k: hp[k] for k in TUNABLE}
+    w.update({k: getattr(cfg.train, k) for k in TRAIN_DEFAULT_KEYS})
+    if emitted_log2_lr(verdict) is not None:
+        w["lr"] = 2.0 ** emitted_log2_lr(verdict)
+    return w
+
+
+def emitted_log2_lr(verdict: Verdict | None) -> float | None:
+    """The grid's measured optimum (mean of both widths' vertices) when the verdict passed;
+    None (the stages' pick is emitted) otherwise: a rejected or inconclusive fit is no optimum
+    to stand on."""
+    if verdict is None or not verdict.passed:
+        return None
+    x = verdict.optimum_log2_lr
+    return float(x) if math.isfinite(x) else None
+
+
+def lr_provenance(hp: dict, verdict: Verdict | None) -> dict:
+    """Where target.yaml's base lr came from, with the stages' pick beside it."""
+    x = emitted_log2_lr(verdict)
+    d = {"tuned_by_stages": float(hp["lr"])}
+    if x is None:
+        d.update(value=float(hp["lr"]), source="stages' pick (the verdict did not pass, or "
+                 "validation did not run)")
+        if verdict is not None:
+            d["grid_optima_log2"] = {str(w): v for w, v in verdict.best_log2_lr.items()}
+        return d
+    lo, hi = verdict.optimum_ci
+    d.update(value=2.0 ** x, log2=x, ci=[2.0 ** lo, 2.0 ** hi], confidence=verdict.confidence,
+             source="validation fit: mean of the shared-curvature vertices at widths "
+                    f"{verdict.widths[0]} and {verdict.widths[1]}",
+             stages_pick_offset_log2=x - math.log2(float(hp["lr"])))
+    return d
+
+
+def _proxy_block(plan: Plan) -> dict:
+    d = plan.proxies.derived
+    return {"parametrization": plan.cfg.proxy.parametrization, "width": plan.proxies.width,
+            "validation_width": plan.proxies.validation_width, "n_layers": d["n_layers"],
+            "d_head": d["d_head"], "seq_len": d["seq_len"], "vocab_size": d["vocab_size"],
+            "kv_group": d["kv_group"], "data": plan.corpus.source,
+            # what the emitter classifies the target against (transfer.outputs.params)
+            **{k: d[k] for k in ("ffn_ratio", "depth_alpha", "base_depth") if k in d},
+            "tokens_per_trial": int(plan.cfg.train.tokens),
+            "zero_init_query": plan.proxies.family.zero_init_query,
+            "readout_zero_init": plan.proxies.family.readout_zero_init}
+
+
+def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dict) -> dict:
+    """target.yaml: the emitted config, with where its lr came from and the verdicts."""
+    cfg = ctx.cfg
+    verdict = None if checks is None else checks.verdict
+    extra = [{"name": "proxy_shape", "value": None, "reason": n} for n in plan.proxies.notes]
+    if verdict is None:
+        extra.append({"name": "validation", "value": None,
+                      "reason": "validation.enabled=false: nothing was checked"})
+    target = emit_target(
+        dataclasses.asdict(cfg.model), base_width=plan.proxies.base_width,
+        winners=winners_for_emit(cfg, hp, verdict), proxy=_proxy_block(plan),
+        validated=bool(verdict and verdict.passed),
+        drift_log2=None if verdict is None else verdict.drift_log2,
+        fingerprint=plan.fingerprint, budget=costs.budget_summary(cost),
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        not_transferred_extra=extra, n_gpus=int(cfg.cost.n_gpus),
+        scaling=dataclasses.asdict(cfg.scaling),
+        depth=depth.summary(None if checks is None else checks.depth,
+                            float(plan.proxies.derived.get("depth_alpha", 0.0))),
+        horizon=None if checks is None else checks.horizon_result)
+    prov = target["provenance"]
+    prov["lr"] = lr_provenance(hp, verdict)
+    if verdict is not None and verdict.outcome == "inconclusive":
+        prov["warning"] = (
+            "the validator could not tell whether the optimum transfers (inconclusive: "
+            f"{'; '.join(verdict.reasons)}); decide it with {verdict.decide_with}")
+    if verdict is not None:
+        prov["verdict"] = {"outcome": verdict.outcome, "reasons": verdict.reasons,
+                           "decide_with": verdict.decide_with,
+                           "extrapolation": verdict.extrapolation}
+    return target
+
+
+def _checks(plan: Plan, ctx: Context, hp: dict) -> Checks | None:
+    """The width check, and the depth and horizon checks where enabled; None for a worker that
+    did not claim the run."""
+    cfg = ctx.cfg
+    checks = validate_transfer(ctx, hp, coord_plotted=plan.archive.has(plan.name, COORD_PLOT),
+                               target_width=int(cfg.model.d_model))
+    if checks is None:
+        return None
+    if depth.enabled(cfg):
+        with timed(ctx.phases, "coord"):  # the depth coordinate check (its grid is trained)
+            checks.depth, plots = depth.validate_depth(ctx, hp, checks.study,
+                                                       target_depth=int(cfg.model.n_layers))
+        checks.plots.update(plots)
+    if horizon.enabled(cfg):
+        checks.horizon, checks.horizon_result, plots = horizon.validate_horizon(
+            ctx, hp, checks.study)
+        checks.plots.update(plots)
+    return checks
+
+
+def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
+    """Validate (this worker's share), then — once per run — write every result file."""
+    cfg, archive, name = plan.cfg, plan.archive, plan.name
+    checks = None
+    if cfg.validation.enabled:
+        checks = _checks(plan, ctx, hp)
+        if checks is None:
+            ctx.progress.line("validation done; another worker writes the results")
+            return EXIT_OK
+    v = None if checks is None else checks.verdict
+    depth_v = None if checks is None else checks.depth
+    stages, trials = summarize(ctx), trials_frame(ctx)
+    validated = bool(v and v.passed)
+    c = _cost(plan, ctx, trials, stages,
+              coord_seconds=0.0 if checks is None else checks.coord_seconds,
+              started=started, validated=validated)
+    target = _target(plan, ctx, hp, checks, c)
+    config = plain_config(cfg, plan.proxies.derived)
+    plots = {} if checks is None else checks.plots
+    notes = write_run(archive, name, RunFiles(
+        config=config, trials=trials, cost=c, target=target, plots=plots,
+        validation=None if v is None else v.to_dict(),
+        validation_depth=None if depth_v is None else depth_v.to_dict(),
+        horizon=None if checks is None or checks.horizon is None
+        else {**checks.horizon_result, "fit": checks.horizon.to_dict()},
+        base_shapes=plan.proxies.family.save_base_shapes
+        if cfg.proxy.parametrization == "mup" else None,
+        report=render_report(name=name, cfg=config, stages=[s.to_dict() for s in stages],
+                             validation=None if v is None else v.to_dict(), target=target,
+                             cost=c, plots=report_plots(archive, name, plots)),
+        row={"name": name, "status": "finished" if v is None or validated else v.outcome,
+             "winners": winners_for_emit(ctx.cfg, hp, v), "validated": validated,
+             "drift_log2": None if v is None else v.drift_log2,
+             "saved_gpu_hours": c["saved_gpu_hours"]}))
+    for note in notes:
+        print(note)
+    lines = summary.run_lines(name=name, run_dir=archive.run_dir(name), stages=stages,
+                              verdict=v, cost=c, target=target)
+    if depth_v is not None:
+        lines += depth.lines(depth_v)
+    if checks is not None and checks.horizon_result is not None:
+        lines.append(horizon.line(checks.horizon_result))
+    for line in lines:
+        ctx.progress.line(line)
+    if checks is not None:
+        mark_finalized(checks.study)
+    # an opt-in depth check counts: a rejection anywhere is exit 3, else the less certain one
+    codes = {verdict_exit_code(None if x is None else x.outcome) for x in (v, depth_v)}
+    return EXIT_REJECTED if EXIT_REJECTED in codes else max(codes)
+
+
+def write_partial(plan: Plan, ctx: Context, reason: str, *, started: float) -> None:
+    """A run stopped by its spending cap: keep the trials and the cost so far, and say why."""
+    stages = summarize(ctx)
+    trials = trials_frame(ctx)
+    c = _cost(plan, ctx, trials, stages, coord_seconds=0.0, started=started, stopped_by_cap=True,
+              cap_note=reason)
+    write_run(plan.archive, plan.name, RunFiles(
+        config=plain_config(plan.cfg, plan.proxies.derived), trials=trials, cost=c,
+        row={"name": plan.name, "status": "failed", "validated": False}))

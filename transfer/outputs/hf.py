@@ -1,0 +1,154 @@
+"""target.yaml → a Hugging Face `GraniteConfig` (`hf/config.json` in every run folder).
+
+`GraniteForCausalLM` is a Llama-family model with μP's knobs built in: it multiplies the
+embedding output by `embedding_multiplier`, scales q·k by `attention_multiplier` (instead of
+1/sqrt(d_head)), multiplies each residual branch (attention and MLP) by `residual_multiplier`
+(CompleteP's m_L^-α, `mup.residual_mult`), and *divides* the
+logits by `logits_scaling` (modeling_granite.py: `logits = logits / self.config.logits_scaling`).
+The values are the ones target.yaml already holds (computed by `transfer.outputs.rules`); this module only
+renames them. Per-group init σ and learning rates do not fit in a config: `transfer.outputs.apply` sets
+them. `config_dict` is plain Python; only `granite_config` and `write_config` need transformers.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+INSTALL_HINT = "pip install -e '.[hf]'"
+DEFAULT_ROPE_THETA = 10000.0  # Llama 2's base; conf/model/*.yaml may set rope_theta
+DEFAULT_NORM_EPS = 1e-5  # Llama 2/3's rms_norm_eps; conf/model/*.yaml may set norm_eps
+# What GraniteForCausalLM's fixed architecture can express (pre-norm RMSNorm, gated SiLU MLP,
+# rotary positions); anything else has no Granite config.
+GRANITE_ARCH = {"norm": "rmsnorm", "mlp": "swiglu", "positions": "rope"}
+
+
+class NotExpressible(ValueError):
+    """The target's architecture has no GraniteConfig (e.g. LayerNorm or learned positions)."""
+
+
+def _group(target: Mapping, name: str) -> Mapping:
+    for g in target["param_groups"]:
+        if g["name"] == name:
+            return g
+    raise KeyError(f"target.yaml has no param group {name!r}")
+
+
+def _hidden_init_std(target: Mapping) -> float:
+    """Granite's single `initializer_range`: the σ of the hidden matrices whose fan-in is
+    d_model (attention and the MLP's input projections, the bulk of the parameters). A group
+    with another fan-in (the MLP down-projection, whose σ follows its own fan-in) differs:
+    `transfer.outputs.apply.init_` sets every group's σ exactly. Older files with one `hidden` group:
+    every hidden group must agree."""
+    d = int(target["model"]["d_model"])
+    hidden = [g for g in target["param_groups"]
+              if g["name"] == "hidden" or g["name"].startswith("hidden_")]
+    main = [g for g in hidden if g.get("fan_in") == d] or hidden
+    stds = {g["init_std"] for g in main}
+    if len(stds) != 1:
+        raise NotExpressible(f"hidden groups have init σ {sorted(stds)}; Granite's single "
+                             "initializer_range cannot hold them: use transfer.outputs.apply.init_")
+    return float(stds.pop())
+
+
+def config_dict(target: Mapping) -> dict[str, Any]:
+    """GraniteConfig keyword arguments for the target of `target` (target.yaml as a dict)."""
+    m, mup = target["model"], target["mup"]
+    for key, want in GRANITE_ARCH.items():
+        if m.get(key, want) != want:
+            raise NotExpressible(f"model.{key} is {m[key]!r}; GraniteForCausalLM has only "
+                                 f"{key}={want!r}, so no hf/config.json is written")
+    d_model, n_heads, d_head = int(m["d_model"]), int(m["n_heads"]), int(mup["d_head"])
+    out = {
+        "architectures": ["GraniteForCausalLM"], "model_type": "granite",
+        "vocab_size": int(m["vocab_size"]), "hidden_size": d_model,
+        "intermediate_size": int(m["d_ff"]), "num_hidden_layers": int(m["n_layers"]),
+        "num_attention_heads": n_heads, "num_key_value_heads": int(m["n_kv_heads"]),
+        "hidden_act": "silu", "max_position_embeddings": int(m["seq_len"]),
+        "rope_theta": float(m.get("rope_theta", DEFAULT_ROPE_THETA)),
+        "rms_norm_eps": float(m.get("norm_eps", DEFAULT_NORM_EPS)),
+        "tie_word_embeddings": bool(m.get("tied_embeddings", False)),
+        "attention_bias": False, "mlp_bias": False,
+        # μP, by the same numbers as target.yaml's mup block:
+        "embedding_multiplier": float(mup["input_mult"]),
+        "attention_multiplier": float(mup["attn_scale"]),
+        "logits_scaling": 1.0 / float(mup["logits_scale"]),  # Granite divides, μP multiplies
+        # CompleteP's m_L^-α; Granite multiplies both the attention and the MLP branch output
+        # by it before the residual add (modeling_granite.py, GraniteDecoderLayer.forward)
+        "residual_multiplier": float(mup.get("residual_mult", 1.0)),
+        "initializer_range": _hidden_init_std(target),
+        # The target's tokenizer is not known here; fill these in from it.
+        "bos_token_id": None, "eos_token_id": None, "pad_token_id": None,
+    }
+    if d_head * n_heads != d_model:  # Granite derives head_dim = hidden_size / heads otherwise
+        out["head_dim"] = d_head
+    scaling = m.get("rope_scaling")
+    if scaling:  # e.g. Llama 3's llama3 scaling, as in the published config.json
+        out["rope_scaling"] = dict(scaling)
+        orig, factor = scaling.get("original_max_position_embeddings"), scaling.get("factor")
+        if orig and factor:  # the extended context the scaling is for (Llama 3.2: 8192 × 16)
+            out["max_position_embeddings"] = max(out["max_position_embeddings"],
+                                                 int(orig * factor))
+    return out
+
+
+def transformers_or_none():
+    """The `transformers` module, or None when it is not installed.
+
+    Imported with torchvision hidden: transformers imports torchvision when it is installed, and
+    the torchvision that `mup` pulls in need not match the installed torch (CPU torch with the
+    default torchvision fails with "operator torchvision::nms does not exist"). Nothing here needs
+    it; the hiding ends once transformers has cached "torchvision is absent".
+    """
+    hide = "torchvision" not in sys.modules
+    if hide:
+        sys.modules["torchvision"] = None  # importlib.util.find_spec → None: "not installed"
+    try:
+        import transformers
+        from transformers.utils import import_utils
+
+        import_utils.is_torchvision_available()  # computed (and cached) while hidden
+        return transformers
+    except ImportError:
+        return None
+    finally:
+        if hide and sys.modules.get("torchvision", 0) is None:
+            del sys.modules["torchvision"]
+
+
+def granite_config(target: Mapping, **overrides: Any):
+    """A validated `transformers.GraniteConfig` for the target; `overrides` replace fields
+    (e.g. smaller shapes for a test). Raises ImportError naming the install command."""
+    transformers = transformers_or_none()
+    if transformers is None:
+        raise ImportError(f"transformers is not installed: {INSTALL_HINT}")
+    return transformers.GraniteConfig(**{**config_dict(target), **overrides})
+
+
+def granite_model(run_dir: Path | str, **overrides: Any):
+    """`GraniteForCausalLM(AutoConfig.from_pretrained(run_dir / "hf"))`, with `overrides` on the
+    config (e.g. shapes for a smaller test model). Weights are freshly drawn: `transfer.outputs.apply`
+    then sets the μP init; nothing is downloaded."""
+    transformers = transformers_or_none()
+    if transformers is None:
+        raise ImportError(f"transformers is not installed: {INSTALL_HINT}")
+    cfg = transformers.AutoConfig.from_pretrained(Path(run_dir) / "hf", **overrides)
+    return transformers.GraniteForCausalLM(cfg)
+
+
+def write_config(archive, name: str, target: Mapping) -> str | None:
+    """Write `hf/config.json` into run `name` through the archive; returns a one-line note when
+    it was skipped (transformers missing, or an architecture Granite cannot express)."""
+    if transformers_or_none() is None:
+        return f"hf/config.json not written: transformers is not installed ({INSTALL_HINT})"
+    try:
+        cfg = granite_config(target)
+    except NotExpressible as e:
+        return f"hf/config.json not written: {e}"
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg.save_pretrained(tmp)  # transformers' own file format, whatever its version
+        archive.copy_into(name, "hf/config.json", Path(tmp) / "config.json")
+    return None

@@ -1,0 +1,73 @@
+"""What a finished run prints: the stages' winners, the verdict, the cost, what μP did not carry.
+
+Plain lines from plain values (stage summaries, the verdict, cost.json and target.yaml
+contents); the job prints them through its progress stream.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from transfer.verdict.judge import Verdict
+
+if TYPE_CHECKING:  # a type only: the summary needs no Optuna
+    from transfer.search import StageSummary
+
+
+def run_lines(*, name: str, run_dir: Path, stages: Sequence[StageSummary],
+              verdict: Verdict | None, cost: Mapping, target: Mapping) -> list[str]:
+    """The sweep's closing summary: one line per stage, the verdict, the target's cost and the
+    tuning's share of it, then the names of what μP did not transfer."""
+    lines = [f"\n== {name}  ({run_dir})"]
+    for s in stages:
+        best = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                         for k, v in s.best_params.items())
+        lines.append(f"   {s.name:<12} {s.complete}/{s.trials} complete, {s.pruned} pruned  "
+                     f"best {s.best_value if s.best_value is None else round(s.best_value, 4)}"
+                     f"  {best}")
+    if verdict is not None:
+        lines += verdict_lines(verdict)
+    lines.append(
+        f"   target run   {cost['target']['gpu_hours']:.3g} GPU-h on {cost['target']['hardware']}"
+        f"; tuning {cost['tuning']['gpu_hours']:.3g} GPU-h-equivalent "
+        f"({cost['tuning_fraction']:.2e} of it); saved "
+        + ("nothing claimed (not validated)" if cost["saved_gpu_hours"] is None
+           else f"{cost['saved_gpu_hours']:.3g} GPU-h vs fitting own laws"))
+    lines.append(not_transferred_line(target))
+    return lines
+
+
+def not_transferred_line(target: Mapping) -> str:
+    """target.yaml's `provenance.not_transferred`, by name: each item's reason is there, and the
+    named rule that set each value (transfer.outputs.scaling) is in `train.provenance`."""
+    items = (target.get("provenance") or {}).get("not_transferred") or []
+    names = list(dict.fromkeys(i["name"] for i in items))  # in order, each once
+    return (f"   not transferred by μP: {', '.join(names) or 'nothing listed'} (reasons: "
+            "target.yaml provenance.not_transferred; the rules that set them: train.provenance)")
+
+
+def verdict_lines(verdict: Verdict) -> list[str]:
+    """The verdict in a few printed lines: drift and gap with their intervals, curvature,
+    coordinate slope, how far it is extrapolated, then every reason."""
+    w0, w1 = verdict.widths
+    (lo, hi), (glo, ghi) = verdict.drift_ci, verdict.loss_gap_ci
+    ex = verdict.extrapolation
+    lines = [f"   validation   {verdict.outcome.upper()}: drift {verdict.drift_log2:+.2f} "
+             f"[{lo:+.2f}, {hi:+.2f}] log2(lr) ({w0}→{w1}, tol ±{verdict.tolerance_log2}), "
+             f"gap {verdict.loss_gap:.2%} [{glo:.2%}, {ghi:.2%}] "
+             f"({verdict.confidence:.0%} intervals), curvature S/N "
+             f"{verdict.curvature_snr:.1f}, coord slope "
+             f"{verdict.coord_check.get('max_abs_slope', math.nan):.2f}"]
+    if "target_width" in ex:
+        tlo, thi = ex["implied_target_drift_ci"]
+        lines.append(f"     measured over {ex['measured_octaves']:.1f} octaves of width, "
+                     f"extrapolated {ex['extrapolated_octaves']:.1f} more to width "
+                     f"{ex['target_width']}: drift there {ex['implied_target_drift']:+.2f} "
+                     f"[{tlo:+.2f}, {thi:+.2f}] if it grows linearly in log2 width")
+    lines += [f"     - {r}" for r in verdict.reasons]
+    if verdict.decide_with:
+        lines.append(f"     to decide it: {verdict.decide_with}")
+    return lines

@@ -1,0 +1,374 @@
+"""Structured-config schema (registered once with Hydra's ConfigStore) and its validation.
+
+YAML groups in `conf/` extend these dataclasses; OmegaConf checks types, `check_config` checks
+everything a type cannot (ranges, divisibility, ordering) and raises `UserError` naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, MissingMandatoryValue, OmegaConf
+
+from transfer.outputs import scaling as rules_
+from transfer.plan.errors import UserError
+from transfer.plan.hparams import TUNABLE  # the stage spaces are checked against it
+
+PARAM_TYPES = ("float", "int", "categorical")
+
+
+@dataclass
+class ModelConf:
+    """A full-scale target. Shapes are published ones; `source` says where from."""
+
+    name: str = MISSING
+    source: str = ""
+    d_model: int = MISSING
+    n_layers: int = MISSING
+    n_heads: int = MISSING
+    n_kv_heads: int = MISSING
+    d_ff: int = MISSING
+    vocab_size: int = MISSING
+    seq_len: int = MISSING  # pretraining context length
+    tied_embeddings: bool = False
+    norm: str = "rmsnorm"
+    mlp: str = "swiglu"
+    positions: str = "rope"
+    train_tokens: float = MISSING  # pretraining tokens D
+    rope_theta: float = 10000.0  # rotary base; the proxies use the target's
+    rope_scaling: dict[str, Any] | None = None  # as in the HF config.json (Llama 3.x: llama3)
+    norm_eps: float = 1e-5  # RMSNorm/LayerNorm ε; the proxies use the target's
+
+
+@dataclass
+class ProxyConf:
+    builder: Any = field(default_factory=lambda: {"_target_": "proxies.TransformerFamily"})
+    size: str = "cpu"  # proxies.registry preset: depth, head dim, context
+    parametrization: str = "mup"  # "sp" exists to show that the validator rejects it
+    width: int = 64  # stages run here: the smallest, cheapest proxy
+    validation_width: int | None = None  # None: 4 × width
+    base_width: int | None = None  # None: = width (μP ≡ SP there; tuned values are "base" values)
+    n_layers: int | None = None  # None: from `size`
+    d_head: int | None = None  # None: from `size`
+    seq_len: int | None = None  # None: from `size`
+    kv_group: int | None = None  # None: target's heads/kv_heads, reduced to fit the proxy
+    # Architecture choices, None: the target's. Pin them to reuse one sweep for many targets.
+    ffn_ratio: float | None = None
+    norm: str | None = None
+    mlp: str | None = None
+    positions: str | None = None
+    tied_embeddings: bool | None = None
+    attn_mult: float = 1.0
+    input_mult: float = 1.0
+    output_mult: float = 1.0
+    init_std: float = 0.02
+    # Depth (CompleteP, Dey et al. 2025): residual branches × (base_depth / n_layers)^α with the
+    # matching lr and ε factors. 1.0: CompleteP, whose optimum holds across depth; 0.5:
+    # Depth-μP; 0.0: width-only μP (the depth check is built to reject it).
+    depth_alpha: float = 1.0
+    base_depth: int | None = None  # None: the stages' n_layers (m_L = 1 where they tune)
+    seed: int = 0
+
+
+def validation_width(proxy: Mapping[str, Any] | ProxyConf) -> int:
+    """The width the validator re-sweeps at: `proxy.validation_width`, or 4 × `proxy.width`
+    when that is None (ProxyConf's default). `proxy` is the config's proxy group: a DictConfig,
+    a plain dict or a ProxyConf."""
+    p = proxy if isinstance(proxy, Mapping) else vars(proxy)
+    return p.get("validation_width") or 4 * p["width"]
+
+
+@dataclass
+class TrainConf:
+    """Per-trial training defaults; stages overwrite the ones they tune."""
+
+    tokens: int = 16 * 128 * 150  # per trial; batch sizes are compared at equal tokens
+    lr: float = 0.01  # used until the lr stage has a winner
+    batch_size: int = 16
+    warmup_fraction: float = 0.05
+    schedule: str = "cosine"
+    min_lr_fraction: float = 0.1
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    n_evals: int = 4
+    eval_batches: int = 8
+    eval_batch_size: int = 16
+    divergence_factor: float = 1.5
+
+
+@dataclass
+class ParamConf:
+    type: str = "float"
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: list[Any] | None = None
+
+
+@dataclass
+class StageConf:
+    trials: int = 4
+    params: dict[str, ParamConf] = field(default_factory=dict)
+
+
+@dataclass
+class StagesConf:
+    order: list[str] = field(default_factory=list)
+    stage: dict[str, StageConf] = field(default_factory=dict)
+
+
+@dataclass
+class PrunerConf:
+    kind: str = "median"  # median | halving | none
+    warmup_evals: int = 1  # evaluations before a trial can be pruned (after warmup)
+
+
+@dataclass
+class ValidationConf:
+    enabled: bool = True
+    points: int = 7  # log2-lr grid points around the tuned optimum
+    step_log2: float = 0.5  # half-octave spacing
+    seeds: int = 2  # averaged: one seed's optimum is too noisy at CPU sizes
+    tolerance_log2: float = 0.5  # |drift| allowed
+    max_gap: float = 0.01  # relative loss gap at the transferred lr on the wide model
+    coord_widths: list[int] = field(default_factory=lambda: [32, 64, 128, 256])
+    coord_steps: int = 4
+    coord_max_slope: float = 0.25  # |d log2 l1 / d log2 width| allowed for μP activations
+    max_extend: int = 3  # grid steps added per side, at most, to bracket an optimum at an edge
+    min_seeds: int = 2  # fewer: inconclusive (one seed cannot tell noise from signal)
+    min_points: int = 4  # finite points per width in the fit, fewer: inconclusive
+    min_curvature_snr: float = 3.0  # curvature / its standard error; flat curves never pass
+    confidence: float = 0.90  # of the drift, gap and optimum intervals (two-sided)
+    can_pass: bool = True  # false on budgets too small for a verdict (budget=smoke)
+    decide_hint: str = "budget=thorough, or validation.seeds=4"  # printed when inconclusive
+    # Depth: the same lr grid at the stage width and a deeper proxy, judged like width.
+    depth_enabled: bool = False  # off in budget=default: see conf/budget/thorough.yaml
+    depth: int | None = None  # layers of the deep proxy; None: 4 × the stages' n_layers
+    coord_depths: list[int] | None = None  # None: n_layers × 1, 2, 4 (and the deep proxy's)
+    # Horizon: the lr grid at the stage width also at train.tokens / horizon_ratio tokens; the
+    # measured exponent of lr* ∝ D^e replaces scaling.horizon_rule's when tight (README).
+    horizon_enabled: bool = False
+    horizon_ratio: float = 4.0  # full budget / short budget, >= 4 (two octaves)
+    horizon_max_ci: float = 0.2  # widest exponent interval that counts as tight
+
+
+@dataclass
+class DataConf:
+    kind: str = "stdlib"
+    root: str | None = None
+    path: str | None = None
+    val_path: str | None = None
+    dtype: str | None = None
+    vocab_size: int | None = None
+    val_fraction: float = 0.1
+
+
+@dataclass
+class HardwareConf:
+    name: str = MISSING
+    peak_flops: float = MISSING  # dense bf16 FLOP/s per device, vendor datasheet
+    utilization: float = 0.4  # achieved MFU assumed for the target run
+    price_per_gpu_hour: float = MISSING  # USD, on-demand cloud list price
+
+
+@dataclass
+class StorageConf:
+    kind: str = "journal"  # journal | postgres
+    url: str | None = None  # postgres: postgresql://user@host:port/db (or $TRANSFER_STORAGE_URL)
+    heartbeat_interval: int = 10
+    grace_period: int = 30
+
+
+@dataclass
+class CostConf:
+    n_gpus: int = 256
+    buffer: float = 0.3  # contingency on top of the estimate
+    naive_token_fraction: float = 0.01  # each naive full-scale trial: this share of D
+    # own-laws baseline: the sweeps a team would run instead to fit its own lr/batch laws
+    baseline_scales: list[float] = field(default_factory=lambda: [1 / 8, 1 / 16, 1 / 32, 1 / 64])
+    baseline_grid: int = 16  # (lr × batch) runs per scale, e.g. 4 × 4
+    baseline_tokens_per_param: float = 20.0  # Chinchilla-optimal runs (Hoffmann et al. 2022)
+    max_tuning_gpu_hours: float | None = None
+    max_wall_seconds: float | None = None
+
+
+@dataclass
+class ScalingConf:
+    """Rules for what μP does not carry (transfer/outputs/scaling.py); conf/scaling/ picks a set."""
+
+    name: str = "default"
+    batch_rule: str = "step_law"  # step_law | deepseek | fixed: optimal batch tokens vs D
+    batch_tokens: float | None = None  # batch_rule=fixed only
+    horizon_rule: str = "bjorck"  # bjorck | step_law | none: lr vs token horizon, fixed batch
+    horizon_beta: float = 0.32  # Bjorck et al.'s exponent (models >= 760M)
+    batch_lr_rule: str = "adam_sqrt"  # adam_sqrt | none: lr when the batch changes
+    warmup_rule: str = "tokens_per_param"  # tokens_per_param | fixed_steps
+    warmup_tokens_per_param: float = 1.0
+    warmup_steps: int = 2000  # warmup_rule=fixed_steps (Llama 2's)
+    # AdamW timescale τ = B/(η·λ·D) of a published recipe (default: Llama 2 7B)
+    tau_recipe: dict[str, float] = field(default_factory=lambda: {
+        "batch_tokens": 4.0e6, "lr": 3.0e-4, "weight_decay": 0.1, "tokens": 2.0e12})
+    tau_source: str = "Llama 2 7B (Touvron et al. 2023, §2.2)"
+    schedule: str = "cosine"
+    min_lr_fraction: float = 0.1  # Llama 2: cosine down to 10 % of the peak
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.95])  # as the proxies trained
+    eps: float = 1e-8  # Adam ε at base width (the proxies' MuAdamW default)
+    grad_clip: float = 1.0
+
+
+@dataclass
+class Config:
+    model: ModelConf = field(default_factory=ModelConf)
+    proxy: ProxyConf = field(default_factory=ProxyConf)
+    train: TrainConf = field(default_factory=TrainConf)
+    stages: StagesConf = field(default_factory=StagesConf)
+    pruner: PrunerConf = field(default_factory=PrunerConf)
+    validation: ValidationConf = field(default_factory=ValidationConf)
+    data: DataConf = field(default_factory=DataConf)
+    hardware: HardwareConf = field(default_factory=HardwareConf)
+    storage: StorageConf = field(default_factory=StorageConf)
+    cost: CostConf = field(default_factory=CostConf)
+    scaling: ScalingConf = field(default_factory=ScalingConf)
+    budget: str = "default"
+    name: str | None = None  # run folder; None: <model>-<parametrization>-<fingerprint[:8]>
+    archive_dir: str = "sweeps"
+    # processes on this machine sharing the run's studies; auto: 2 on a CPU with >= 2 cores
+    # (2 × 1 thread trained 1.13-1.14× faster than 1 × 2 threads on 2 cores at widths 64 and
+    # 256, benchmarks/workers.py), 1 on a GPU or a 1-core CPU
+    workers: Any = "auto"
+    worker: int = 0  # this launch's index when many launches share a study (SLURM array, -m)
+    reuse: str = "auto"  # auto | off
+    device: str = "auto"
+    progress: str = "auto"  # auto | bar | lines | off
+
+
+def register_configs() -> None:
+    ConfigStore.instance().store(name="schema", node=Config)
+
+
+def _fail(msg: str) -> None:
+    raise UserError(msg)
+
+
+def _check_space(stage: str, name: str, p: ParamConf) -> None:
+    where = f"stages.stage.{stage}.params.{name}"
+    if name not in TUNABLE:
+        _fail(f"{where}: unknown stage parameter {name!r}; tunable: {', '.join(TUNABLE)}")
+    if p.type not in PARAM_TYPES:
+        _fail(f"{where}.type={p.type!r}; use one of {', '.join(PARAM_TYPES)}")
+    if p.type == "categorical":
+        if not p.choices:
+            _fail(f"{where}.choices is empty; list at least one value")
+        return
+    if p.low is None or p.high is None:
+        _fail(f"{where}: low and high are required for type={p.type}")
+    if not p.low < p.high:
+        _fail(f"{where}: empty or inverted range low={p.low} high={p.high}; need low < high")
+    if p.log and p.low <= 0:
+        _fail(f"{where}: log scale needs low > 0, got {p.low}")
+
+
+def check_config(cfg: DictConfig | Config) -> None:
+    """Everything a user can get wrong that a type cannot catch, one field per message."""
+    c = cfg
+    if c.proxy.parametrization not in ("mup", "sp"):
+        _fail(f"proxy.parametrization={c.proxy.parametrization!r}; use mup or sp")
+    w, vw = c.proxy.width, validation_width(c.proxy)
+    if w < 1:
+        _fail(f"proxy.width must be >= 1, got {w}")
+    if vw <= w:
+        _fail(f"proxy.validation_width={vw} must be larger than proxy.width={w}; widths must "
+              "increase")
+    if c.model.n_heads % c.model.n_kv_heads:
+        _fail(f"model.n_heads={c.model.n_heads} is not divisible by model.n_kv_heads="
+              f"{c.model.n_kv_heads}; fix the target shape")
+    if c.model.d_model % c.model.n_heads:
+        _fail(f"model.d_model={c.model.d_model} is not divisible by model.n_heads={c.model.n_heads}")
+    t = c.train
+    if t.tokens < 1:
+        _fail(f"train.tokens must be >= 1, got {t.tokens}")
+    if not 0 <= t.warmup_fraction < 1:
+        _fail(f"train.warmup_fraction={t.warmup_fraction} must be in [0, 1): warmup must be "
+              "shorter than the run")
+    if not c.stages.order:
+        _fail("stages.order is empty; pick a stages preset, e.g. stages=default")
+    for name in c.stages.order:
+        if name not in c.stages.stage:
+            _fail(f"stages.order names {name!r} but stages.stage has no such entry; "
+                  f"defined: {', '.join(c.stages.stage)}")
+        st = c.stages.stage[name]
+        if st.trials < 1:
+            _fail(f"stages.stage.{name}.trials must be >= 1, got {st.trials}")
+        if not st.params:
+            _fail(f"stages.stage.{name}.params is empty; give at least one parameter to search")
+        for pname, p in st.params.items():
+            _check_space(name, pname, p)
+            if pname == "warmup_fraction" and p.type != "categorical" and p.high >= 1:
+                _fail(f"stages.stage.{name}.params.warmup_fraction.high={p.high} means warmup "
+                      ">= steps; keep it below 1")
+    if c.pruner.kind not in ("median", "halving", "none"):
+        _fail(f"pruner.kind={c.pruner.kind!r}; use median, halving or none")
+    if c.workers != "auto" and (isinstance(c.workers, bool) or not isinstance(c.workers, int)
+                                or c.workers < 1):
+        _fail(f"workers={c.workers!r}; use workers=auto or a whole number >= 1")
+    if c.reuse not in ("auto", "off"):
+        _fail(f"reuse={c.reuse!r}; use auto or off")
+    if c.storage.kind not in ("journal", "postgres"):
+        _fail(f"storage.kind={c.storage.kind!r}; use storage=journal or storage=postgres")
+    v = c.validation
+    if not 0 <= getattr(c.proxy, "depth_alpha", 1.0) <= 1:
+        _fail(f"proxy.depth_alpha={c.proxy.depth_alpha} must be in [0, 1] (0 μP, 0.5 Depth-μP, "
+              "1 CompleteP)")
+    if getattr(c.proxy, "base_depth", None) is not None and c.proxy.base_depth < 1:
+        _fail(f"proxy.base_depth must be >= 1, got {c.proxy.base_depth}")
+    if getattr(v, "depth", None) is not None and v.depth < 2:
+        _fail(f"validation.depth must be >= 2 layers, got {v.depth}")
+    if getattr(v, "horizon_ratio", 4.0) < 4:
+        _fail(f"validation.horizon_ratio must be >= 4 (budgets at least 4× apart), got "
+              f"{v.horizon_ratio}")
+    if getattr(v, "horizon_max_ci", 0.2) <= 0:
+        _fail(f"validation.horizon_max_ci must be > 0, got {v.horizon_max_ci}")
+    if v.points < 3:
+        _fail(f"validation.points must be >= 3 to fit a parabola, got {v.points}")
+    if v.seeds < 1:
+        _fail(f"validation.seeds must be >= 1, got {v.seeds}")
+    if v.max_extend < 0:
+        _fail(f"validation.max_extend must be >= 0, got {v.max_extend}")
+    if v.min_points < 3:
+        _fail(f"validation.min_points must be >= 3 to fit a parabola, got {v.min_points}")
+    if not 0 < v.confidence < 1:
+        _fail(f"validation.confidence must be in (0, 1), got {v.confidence}")
+    if c.cost.n_gpus < 1:
+        _fail(f"cost.n_gpus must be >= 1, got {c.cost.n_gpus}")
+    if not 0 < c.hardware.utilization <= 1:
+        _fail(f"hardware.utilization={c.hardware.utilization} must be in (0, 1]")
+    if math.isnan(float(c.model.train_tokens)) or c.model.train_tokens <= 0:
+        _fail(f"model.train_tokens must be > 0, got {c.model.train_tokens}")
+    _check_scaling(c.scaling)
+
+
+def _check_scaling(s) -> None:
+    for key, allowed in (("batch_rule", rules_.BATCH_RULES), ("horizon_rule", rules_.HORIZON_RULES),
+                         ("warmup_rule", rules_.WARMUP_RULES), ("batch_lr_rule", ("adam_sqrt", "none"))):
+        if s[key] not in allowed:
+            _fail(f"scaling.{key}={s[key]!r}; use one of {', '.join(allowed)}")
+    if s.batch_rule == "fixed" and not s.batch_tokens:
+        _fail("scaling.batch_rule=fixed needs scaling.batch_tokens (tokens per step), e.g. 4.0e+6")
+
+
+def to_container(cfg: DictConfig) -> dict:
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def to_config(cfg: DictConfig) -> Config:
+    """The resolved config as plain `Config` dataclasses, no OmegaConf left: what the job layer
+    hands below it (the run `Context`). A config built without the schema (a spawned worker's,
+    from a container) is typed against it first; a value left `???` is a user error."""
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), cfg))
+    except MissingMandatoryValue as e:
+        raise UserError(f"{e.full_key} is not set (???); pass {e.full_key}=<value>") from None

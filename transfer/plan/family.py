@@ -1,0 +1,114 @@
+"""config → proxy family: derive the μP proxy family from the target and the proxy settings.
+
+The proxy keeps the target's architecture choices (norm, MLP kind, positions, ffn ratio, kv
+grouping, tying) at a CPU- or GPU-sized depth, head dimension and context. Whatever cannot be
+kept is listed in `notes` and ends up in the emitted config's `not_transferred`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from proxies.registry import size as proxy_size
+from transfer.plan.config import validation_width as resolved_validation_width
+from transfer.plan.errors import UserError
+from transfer.plan.hparams import MODEL_HPARAMS
+from transfer.plan.protocol import ProxyFamily, missing_members
+
+# Depth-rule settings the sweep passes to the family (CompleteP's α and the base depth).
+DEPTH_HPARAMS = ("depth_alpha", "base_depth")
+
+
+@dataclass(frozen=True)
+class ProxyPlan:
+    family: ProxyFamily | None  # None until the data (and so the vocabulary) is known
+    width: int  # where the stages run
+    validation_width: int  # where the validator re-sweeps
+    base_width: int
+    derived: dict  # every value derived from the target: part of the fingerprint
+    notes: list[str] = field(default_factory=list)  # what differs from the target, and why
+
+
+def _kv_group(target_ratio: int, heads: int, explicit: int | None, widths, d_head) -> tuple[int, str]:
+    if explicit is not None:
+        for w in widths:
+            if (w // d_head) % explicit:
+                raise UserError(f"proxy.kv_group={explicit} does not divide the {w // d_head} heads "
+                                f"of width {w}; use a divisor of {w // d_head} or proxy.kv_group=null")
+        return explicit, ""
+    group = max(g for g in range(1, heads + 1) if heads % g == 0 and g <= target_ratio)
+    note = "" if group == target_ratio else (
+        f"kv grouping: target has {target_ratio} query heads per kv head, the proxy's {heads} heads "
+        f"allow {group}")
+    return group, note
+
+
+def plan_proxies(cfg: DictConfig) -> ProxyPlan:
+    """Instantiate the proxy family named by `proxy.builder._target_` for this target."""
+    p, m = cfg.proxy, cfg.model
+    try:
+        preset = proxy_size(p.size)
+    except ValueError as e:
+        raise UserError(f"proxy.size: {e}") from None
+    n_layers = p.n_layers or preset["n_layers"]
+    d_head = p.d_head or preset["d_head"]
+    seq_len = p.seq_len or preset["seq_len"]
+    width = p.width
+    validation_width = resolved_validation_width(p)
+    base_width = p.base_width or width
+    for name, w in (("proxy.width", width), ("proxy.validation_width", validation_width),
+                    ("proxy.base_width", base_width)):
+        if w % d_head:
+            raise UserError(f"{name}={w} is not divisible by the proxy head dimension {d_head}; "
+                            f"use a multiple of {d_head}")
+    kv_group, kv_note = _kv_group(m.n_heads // m.n_kv_heads, width // d_head, p.kv_group,
+                                  (width, validation_width, base_width), d_head)
+    def pick(name, from_target):
+        return from_target if p.get(name) is None else p[name]
+
+    derived = {
+        "n_layers": n_layers, "d_head": d_head, "seq_len": seq_len, "kv_group": kv_group,
+        "ffn_ratio": round(float(pick("ffn_ratio", m.d_ff / m.d_model)), 6),
+        "norm": pick("norm", m.norm), "mlp": pick("mlp", m.mlp),
+        "positions": pick("positions", m.positions),
+        "tied_embeddings": bool(pick("tied_embeddings", m.tied_embeddings)),
+        # the target's rotary base and norm ε: a family that takes them builds with them
+        "rope_theta": float(m.get("rope_theta", 10000.0)),
+        "norm_eps": float(m.get("norm_eps", 1e-5)),
+        "depth_alpha": float(p.get("depth_alpha", 1.0)),
+        "base_depth": int(p.get("base_depth") or n_layers),
+    }
+    # depth, head dimension and context differences are stated by the emitter itself
+    notes = [kv_note] if kv_note else []
+    return ProxyPlan(None, width, validation_width, base_width, derived, notes)
+
+
+def instantiate_family(cfg: DictConfig, plan: ProxyPlan, vocab_size: int) -> ProxyPlan:
+    """Build the family object once the data (and so the vocabulary) is known."""
+    builder = OmegaConf.to_container(cfg.proxy.builder, resolve=True)
+    kwargs = dict(plan.derived, vocab_size=vocab_size, base_width=plan.base_width,
+                  parametrization=cfg.proxy.parametrization,
+                  **{k: cfg.proxy[k] for k in MODEL_HPARAMS})
+    try:
+        family = instantiate(builder, **kwargs)
+    except Exception as e:  # noqa: BLE001 - Hydra wraps import and argument errors alike
+        cause = e.__cause__ or e
+        raise UserError(f"proxy.builder._target_={builder.get('_target_')!r} could not be built: "
+                        f"{str(cause).splitlines()[0]}") from None
+    if missing := missing_members(family):
+        raise UserError(f"proxy.builder._target_={builder.get('_target_')!r} built a "
+                        f"{type(family).__name__}, which lacks {', '.join(missing)}: a proxy "
+                        "family implements every member of transfer.plan.protocol.ProxyFamily")
+    for name, w in (("proxy.width", plan.width), ("proxy.validation_width", plan.validation_width)):
+        try:
+            family.check_width(w, field=name)
+        except ValueError as e:
+            raise UserError(str(e)) from None
+    derived = dict(plan.derived, vocab_size=vocab_size)
+    return ProxyPlan(family, plan.width, plan.validation_width, plan.base_width, derived,
+                     plan.notes)
+
+

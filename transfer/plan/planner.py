@@ -1,0 +1,130 @@
+"""config → plan: what a run is before anything trains, for both CLIs.
+
+A `Plan` is the config, the proxies (family and widths), the corpus, and the run's fingerprint,
+name and archive. `plan_sweep` plans the built-in family's run (`python -m transfer.sweep`),
+`plan_custom` a user's builder's (`python -m transfer.validate`, checks in `transfer.plan.custom`);
+both end in the same tail (fingerprint, name, archive, writable check). Everything a user can
+get wrong is raised here, as a `UserError`, before anything is written. `make_context` then
+gives the plan's stages and grids their `Context`, which carries the config as plain `Config`
+dataclasses (`Plan.config`): only the job layer reads the DictConfig.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import optuna
+from omegaconf import DictConfig, OmegaConf
+
+from transfer.archive import Archive, fingerprint, library_versions
+from transfer.plan.config import Config, check_config, to_config
+from transfer.plan.custom import custom_proxies
+from transfer.plan.data import Corpus, load_corpus
+from transfer.plan.errors import UserError
+from transfer.plan.family import ProxyPlan, instantiate_family, plan_proxies
+from transfer.search import Context
+from transfer.search.locks import run_lock
+from transfer.search.progress import Progress
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A run, planned: every value below is known before the archive is touched."""
+
+    cfg: DictConfig  # resolved config (a custom model's: the lr stage only)
+    proxies: ProxyPlan  # the family, its widths and everything derived from the target
+    corpus: Corpus
+    fingerprint: str  # what the proxies' results depend on (transfer.archive.fingerprint)
+    name: str  # the run folder's name
+    archive: Archive
+    config: Config  # `cfg` as plain dataclasses (transfer.plan.config.to_config): the Context's
+
+
+def plain_config(cfg: DictConfig, derived: dict) -> dict:
+    """The resolved config as plain data with `derived` (what was derived from the target)
+    added: config.yaml's content, and the fingerprint's starting point."""
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain["derived"] = derived
+    return plain
+
+
+def plan_sweep(cfg: DictConfig) -> Plan:
+    """The sweep's plan: validate everything a user can get wrong; touches nothing on disk."""
+    check_config(cfg)
+    proxies = plan_proxies(cfg)
+    corpus = load_corpus(**OmegaConf.to_container(cfg.data, resolve=True))
+    proxies = instantiate_family(cfg, proxies, corpus.vocab_size)
+    payload = plain_config(cfg, proxies.derived)
+    # Fingerprint what the proxies *are*: a value pinned in proxy.* and the same value derived
+    # from the target build the same proxies, so they must not tell the runs apart.
+    payload["proxy"].update({k: v for k, v in proxies.derived.items() if k in payload["proxy"]})
+    payload["proxy"].update(validation_width=proxies.validation_width,
+                            base_width=proxies.base_width)
+    return _planned(cfg, proxies, corpus, payload, lambda fp: (
+        f"{cfg.model.name}-{cfg.proxy.parametrization}-{cfg.budget}-{fp[:8]}"))
+
+
+def plan_custom(cfg: DictConfig, *, build: Callable | None = None) -> Plan:
+    """A custom model's plan: every input check, the audit and the output probe
+    (`transfer.plan.custom`); touches nothing on disk. Raises `AuditFailed` or another UserError."""
+    cfg, proxies, corpus = custom_proxies(cfg, build=build)
+    payload = plain_config(cfg, proxies.derived)
+    # Fingerprint what the proxies are, as the sweep does: resolved widths and context.
+    payload["proxy"].update(validation_width=proxies.validation_width,
+                            base_width=proxies.base_width, seq_len=proxies.derived["seq_len"])
+    target = proxies.derived["builder"]
+    return _planned(cfg, proxies, corpus, payload, lambda fp: re.sub(
+        r"[^A-Za-z0-9._=+-]", "_", f"validate-{target}-{cfg.budget}-{fp[:8]}"))
+
+
+def _planned(cfg: DictConfig, proxies: ProxyPlan, corpus: Corpus, payload: dict,
+             default_name: Callable[[str], str]) -> Plan:
+    """Both plans' tail: the fingerprint of `payload`, the run name (name= or
+    `default_name(fingerprint)`), and an archive the run can be written to."""
+    fp = fingerprint(payload, data_hash=corpus.content_hash, versions=library_versions())
+    name = cfg.name or default_name(fp)
+    archive = Archive(Path(cfg.archive_dir).expanduser())
+    archive.run_dir(name)  # a name= that is not a plain folder name is a user error
+    _check_writable(archive.root)
+    return Plan(cfg, proxies, corpus, fp, name, archive, to_config(cfg))
+
+
+def _check_writable(root: Path) -> None:
+    probe = root
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"archive_dir={str(root)!r} is not writable; pass archive_dir=<a folder "
+                        "you can write>")
+
+
+def make_context(plan: Plan, storage, *, worker: int = 0) -> Context:
+    """The Context the plan's stages and grids run in, on `storage`; progress is shown by the
+    launching process only (worker `worker * workers`). Its `cfg` is `plan.config`: plain
+    dataclasses, not the DictConfig."""
+    cfg = plan.config
+    run_dir = plan.archive.run_dir(plan.name)
+    ctx = Context(cfg=cfg, plan=plan.proxies, corpus=plan.corpus, storage=storage,
+                  lock=run_lock(cfg.storage.kind, run_dir=run_dir, storage=storage, name=plan.name),
+                  run_name=plan.name, device=cfg.device,
+                  progress=Progress(cfg.progress if worker == cfg.worker * cfg.workers else "off",
+                                    workers=cfg.workers),
+                  worker=worker)
+    started = time.time()
+    ctx.spent = lambda: spent(ctx, started)
+    return ctx
+
+
+def spent(ctx: Context, started: float) -> tuple[float, float]:
+    """(wall seconds of this launch, device-hours of every trial of this run, all workers)."""
+    seconds = 0.0
+    for s in optuna.get_all_study_summaries(ctx.storage, include_best_trial=False):
+        if s.study_name.startswith(ctx.run_name + ":"):
+            study = optuna.load_study(study_name=s.study_name, storage=ctx.storage)
+            seconds += sum(t.user_attrs.get("seconds", 0.0) for t in study.get_trials(deepcopy=False))
+    return time.time() - started, seconds / 3600

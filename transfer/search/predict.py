@@ -1,0 +1,240 @@
+"""Before training: the whole run's predicted seconds per phase, and the spending cap checked
+on them (`python -m transfer.sweep` refuses to start over the cap, before the archive is
+touched). The prediction is printed before the first trial and kept in cost.json beside what
+each phase measured (`transfer.search.phases`).
+
+Every phase is priced from the timing probes (`transfer.search.predict_seconds`: a few steps
+of a shape, timed before its first full trial; the run reuses them, so they cost nothing twice):
+
+- **stages**: each stage's trials at the stage width; a later stage's first trial is copied
+  from the one before (0 s); the batch-size stage's choices are probed each at its own batch;
+  with a pruner, a trial past the pruner's start-up is stopped with probability ½ (a median
+  rule) at its first eligible evaluation, and costs that share of a full trial.
+- **validation**: points × seeds at both widths; **depth**: the deep proxy's points (the
+  shallow ones are copied from the width grid); **horizon**: the short runs (the full-budget
+  ones are copied).
+- **coord**: the coordinate checks' few steps per width (and depth), each width's step time
+  interpolated in FLOPs per token between the two probed widths.
+- **finalize**: the fits, plots and writes: a constant measured on CPU runs here.
+
+Not predictable before training and so not in the prediction: points an edge-hitting grid adds
+(`validation.max_extend`; the ETA adds them when they are queued) and trials stopped by
+divergence. `extension_cap_seconds` is the most the extensions can add (every grid extended
+`max_extend` steps on both sides at every width), printed beside the prediction; cost.json's
+`trial_timing` says afterwards how many trials each phase ran and how their measured seconds
+compared with their probes' (`transfer.outputs.finalize`), which separates the two kinds of miss.
+"""
+
+from __future__ import annotations
+
+from transfer.outputs import cost as costs
+from transfer.plan.planner import Plan
+from transfer.search import (
+    PRUNER_STARTUP_TRIALS,
+    Context,
+    choices,
+    default_hparams,
+    n_finished,
+    nearest_choices,
+    open_study,
+    predict_seconds,
+    pruner_warmup,
+    stage_space,
+)
+from transfer.verdict import depth, horizon
+from transfer.verdict.width import open_validation_study
+
+FINALIZE_SECONDS = 4.0  # fits, 4-6 PNGs, report, target.yaml, hf/: 2-5 s on 2 CPU cores here
+PRUNE_PROBABILITY = 0.5  # a median rule stops about half the trials it may stop
+
+
+def _stage_seconds(ctx: Context, hp: dict, index: int, name: str) -> float:
+    cfg = ctx.cfg
+    n = int(cfg.stages.stage[name].trials)
+    full = predict_seconds(ctx, hp, ctx.plan.width)
+    space = stage_space(cfg, name, hp)
+    per_trial = [full] * n
+    if len(space) == 1:  # one categorical parameter: its choices are queued, each probed
+        pname, p = next(iter(space.items()))
+        options = choices(p)
+        if options is not None and pname == "batch_size":  # as seed_stage queues them
+            others = nearest_choices(options, hp["batch_size"], n - 1)
+            per_trial = [full] + [predict_seconds(ctx, dict(hp, batch_size=c), ctx.plan.width)
+                                  for c in others]
+    if index > 0:  # the incumbent: the previous stage's best, copied
+        per_trial[0] = 0.0
+    kind = cfg.pruner.kind
+    if kind == "none":
+        return sum(per_trial)
+    evals = max(1, int(cfg.train.n_evals))
+    share = min(1.0, (pruner_warmup(cfg) + 1) / evals)  # trained before it may be pruned
+    keep = 1.0 - PRUNE_PROBABILITY * (1.0 - share)
+    return sum(t if i < PRUNER_STARTUP_TRIALS else t * keep for i, t in enumerate(per_trial))
+
+
+def _coord_seconds(ctx: Context, hp: dict, t_step: dict[int, float]) -> float:
+    """The coordinate check's steps at every coord width: per-step time linear in FLOPs per
+    token through the two probed widths, at the check's batch of 8."""
+    v, fam = ctx.cfg.validation, ctx.plan.family
+    (w0, s0), (w1, s1) = sorted(t_step.items())
+    f0, f1 = fam.flops_per_token(w0), fam.flops_per_token(w1)
+    slope = (s1 - s0) / (f1 - f0) if f1 != f0 else 0.0
+    batch = 8 / int(hp["batch_size"])
+    total = 0.0
+    for w in v.coord_widths:
+        try:
+            fam.check_width(w)
+        except ValueError:
+            continue
+        total += int(v.coord_steps) * max(0.0, s0 + slope * (fam.flops_per_token(w) - f0)) * batch
+    return total
+
+
+def _finished(ctx: Context, opener) -> int:
+    """Finished trials of a study this run already has (a resumed or reused run); 0 before the
+    run's storage exists (the cap check)."""
+    if ctx.storage is None:
+        return 0
+    return n_finished(opener())
+
+
+def _left(expected: int, finished: int) -> float:
+    return 0.0 if expected <= 0 else max(0.0, 1.0 - finished / expected)
+
+
+def predict_run(ctx: Context) -> dict:
+    """Whole-run seconds per phase (and FLOPs) from the probes, for what is left to train (all
+    of it in a fresh run; nothing, and no probe, in a finished one); see the module docstring."""
+    cfg, plan = ctx.cfg, ctx.plan
+    hp = default_hparams(cfg)
+    tokens = int(cfg.train.tokens)
+    phases = {"stages": 0.0}
+    stage_seconds, flops = {}, 0.0
+    for i, name in enumerate(cfg.stages.order):
+        n = int(cfg.stages.stage[name].trials)
+        left = _left(n, _finished(ctx, lambda i=i, name=name: open_study(ctx, i, name)))
+        stage_seconds[name] = left and left * _stage_seconds(ctx, hp, i, name)
+        phases["stages"] += stage_seconds[name]
+        flops += left * tokens * n * plan.family.flops_per_token(plan.width)
+    phases["stages"] /= _workers(cfg)
+    grids = _grids(ctx, hp)
+    phases.update(grids["phases"])
+    seconds = sum(phases.values())
+    return {"seconds": seconds, "device_hours": seconds / 3600, "flops": flops + grids["flops"],
+            "phases": phases, "stages": stage_seconds, "trial_seconds": grids["trial_seconds"],
+            "extension_cap_seconds": grids["extension_cap_seconds"],
+            "not_predicted": "grid points added at an edge (validation.max_extend; at most "
+                             "extension_cap_seconds), divergence, the stages' batch-size winner "
+                             "(the grids are priced at train.batch_size until `after_stages`)"}
+
+
+def after_stages(ctx: Context, hp: dict, elapsed: float) -> dict:
+    """The rest of the run predicted again once the stages have picked `hp` (the grids train at
+    the winners: a smaller batch means more steps), `elapsed` seconds into the launch: the
+    probes of the winners' shapes are the ones the grids' first trials would take anyway."""
+    grids = _grids(ctx, hp)
+    rest = sum(grids["phases"].values())
+    return {"phases": grids["phases"], "trial_seconds": grids["trial_seconds"],
+            "extension_cap_seconds": grids["extension_cap_seconds"], "seconds": rest,
+            "elapsed_seconds": elapsed, "total_seconds": elapsed + rest,
+            "batch_size": int(hp["batch_size"])}
+
+
+def _workers(cfg) -> int:
+    return max(1, int(cfg.workers))  # trials of one study are shared by the local workers
+
+
+def _grids(ctx: Context, hp: dict) -> dict:
+    """Validation, depth, horizon and coordinate-check seconds left to train at `hp`, and
+    finalize; the grids' trials shared by the workers."""
+    cfg, plan = ctx.cfg, ctx.plan
+    w0, w1 = plan.width, plan.validation_width
+    tokens = int(cfg.train.tokens)
+    fam = plan.family
+    phases: dict[str, float] = {}
+    flops = 0.0
+    trial_seconds = {}
+    v = cfg.validation
+    n_grid = v.points * v.seeds if v.enabled else 0
+    n_ext = 2 * int(v.max_extend) * v.seeds if v.enabled else 0  # extra points per curve, at most
+    extension = 0.0
+    left = _left(2 * n_grid, _finished(ctx, lambda: open_validation_study(ctx)))
+    if n_grid and left:
+        t0, t1 = predict_seconds(ctx, hp, w0), predict_seconds(ctx, hp, w1)
+        trial_seconds.update({str(w0): t0, str(w1): t1})
+        phases["validation"] = left * n_grid * (t0 + t1)
+        extension += n_ext * (t0 + t1)
+        flops += left * tokens * n_grid * (fam.flops_per_token(w0) + fam.flops_per_token(w1))
+        steps = {w: ctx._probe[(w, int(hp["batch_size"]))][0] for w in (w0, w1)}
+        phases["coord"] = _coord_seconds(ctx, hp, steps)
+    if n_grid and depth.enabled(cfg):  # the deep proxy's points (the shallow ones are copied)
+        left = _left(2 * n_grid, _finished(ctx, lambda: depth.open_depth_study(ctx)))
+        if left:
+            deep_layers = depth.depths(ctx)[1]
+            deep = depth.at_depth(ctx, deep_layers)
+            t2 = predict_seconds(deep, hp, w0)
+            phases["depth"] = left * n_grid * t2
+            extension += n_ext * t2
+            flops += left * tokens * n_grid * deep.plan.family.flops_per_token(w0)
+            trial_seconds[f"{w0}x{deep_layers}L"] = t2
+            # the depth coordinate check: a few steps at each of its depths, step time ∝ depth
+            step_deep = deep._probe[(w0, int(hp["batch_size"]))][0]
+            l0 = depth.depths(ctx)[0]
+            ds = set(v.coord_depths or [l0, 2 * l0, 4 * l0, deep_layers])
+            phases["coord"] = phases.get("coord", 0.0) + (
+                int(v.coord_steps) * 8 / int(hp["batch_size"])
+                * sum(step_deep * d / deep_layers for d in ds))
+    if n_grid and horizon.enabled(cfg):  # the short runs (the full-budget ones are copied)
+        left = _left(2 * n_grid, _finished(ctx, lambda: horizon.open_horizon_study(ctx)))
+        if left:
+            short = horizon.budgets(cfg)[0]
+            ts = predict_seconds(horizon.at_tokens(ctx, short), hp, w0)
+            phases["horizon"] = left * n_grid * ts
+            extension += n_ext * ts
+            flops += left * short * n_grid * fam.flops_per_token(w0)
+            trial_seconds[f"{w0}@{short}"] = ts
+    for k in ("validation", "depth", "horizon"):
+        if k in phases:
+            phases[k] /= _workers(cfg)
+    phases["finalize"] = FINALIZE_SECONDS
+    return {"phases": phases, "trial_seconds": trial_seconds, "flops": flops,
+            "extension_cap_seconds": extension / _workers(cfg)}
+
+
+def predict_and_check_cap(ctx: Context) -> dict:
+    """The prediction, made in `ctx` (whose probes the run then reuses); refuses to start
+    (exit 2, prediction and cap printed) when it is over the cap."""
+    pred = predict_run(ctx)
+    costs.check_cap(pred["device_hours"], pred["seconds"], ctx.cfg.cost)
+    return pred
+
+
+def before_archive(plan: Plan) -> Context | None:
+    """With a cap set, the context the cap is checked in before the archive is touched (no
+    storage yet: the whole run is predicted); None without a cap (predicted in the run's own
+    context, for what is left of it)."""
+    cfg = plan.config  # plain dataclasses, as in every Context
+    if cfg.cost.max_tuning_gpu_hours is None and cfg.cost.max_wall_seconds is None:
+        return None
+    return Context(cfg=cfg, plan=plan.proxies, corpus=plan.corpus, storage=None, lock=None,
+                   run_name=plan.name, device=cfg.device)
+
+
+def _fmt(s: float) -> str:
+    return f"{s // 60:.0f}m{s % 60:02.0f}s" if s >= 60 else f"{s:.0f}s"
+
+
+def line(pred: dict, spent: dict[str, float]) -> str:
+    """The printed prediction: total, then each phase."""
+    parts = ", ".join(f"{k} {_fmt(s)}" for k, s in pred["phases"].items())
+    done = ", ".join(f"{k} {_fmt(s)}" for k, s in spent.items())
+    ext = pred.get("extension_cap_seconds") or 0.0
+    more = f"; up to {_fmt(ext)} more if the grids extend to their cap" if ext else ""
+    return f"predicted {_fmt(pred['seconds'])} from here ({parts}{more}); spent so far: {done}"
+
+
+def after_line(after: dict) -> str:
+    """The printed re-prediction once the stages are done."""
+    parts = ", ".join(f"{k} {_fmt(s)}" for k, s in after["phases"].items())
+    return (f"stages done (batch {after['batch_size']}): predicted {_fmt(after['seconds'])} "
+            f"more ({parts}), {_fmt(after['total_seconds'])} in all")

@@ -1,0 +1,128 @@
+"""A second lr curve beside the width grid's narrow one, along another axis: the grid of the
+depth check (n_layers: the stages' depth and a deeper proxy) and of the horizon check (tokens: a
+short budget and the full one).
+
+Both use the width grid's centre, spacing, fresh seeds and edge extension at the stages' width.
+One of the two axis values is what the width grid already trained (the stages' depth; the full
+budget): those points are copied in from it — same family, width, seed and lr, and training
+is deterministic — so only the other value's points cost. The grid lives in its own Optuna
+study (`<run>:<study>`), so it resumes and shares work between workers like every stage.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import optuna
+from optuna.trial import TrialState
+
+from transfer.search import Context, predict_seconds, queued_seconds, run_one
+from transfer.verdict.curves import extend_points, grid
+from transfer.verdict.width import (
+    curves_from,
+    finished_at_width,
+    lr_bounds,
+    open_grid_study,
+    train_grid,
+    validation_seed,
+)
+
+
+@dataclass(frozen=True)
+class Axis:
+    """What a second-axis grid varies, and where each value's trials train."""
+
+    stage: str  # the trials' stage label and the progress lines' name
+    study: str  # the grid study's name after "<run>:"
+    param: str  # the trial parameter: "n_layers" or "tokens"
+    values: tuple[int, int]  # the two curves' keys, in the order the verdict reports them
+    copied: int  # the value the width grid trained at the stages' width: copied, not trained
+    contexts: Mapping[int, Context]  # each value's context (its family or token budget)
+    in_hparams: bool = False  # record the value among a trial's hparams (a model shape)
+
+
+def open_axis_study(ctx: Context, axis: Axis) -> optuna.Study:
+    return open_grid_study(ctx, axis.study)
+
+
+def curves(study: optuna.Study, axis: Axis) -> dict:
+    """The grid as plain curves: axis value -> [(log2 lr, [loss per seed; nan if diverged])]."""
+    return curves_from(study, axis.values, axis=axis.param)
+
+
+def queue(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Study,
+          xs: list[float], center: float) -> None:
+    """Queue (value, seed, lr) points; a point of the copied value that the width grid has
+    already trained is copied in as finished."""
+    v = ctx.cfg.validation
+    lo, hi = lr_bounds(center, v)
+    dists = {"log2_lr": optuna.distributions.FloatDistribution(lo, hi),
+             axis.param: optuna.distributions.CategoricalDistribution(list(axis.values)),
+             "seed": optuna.distributions.CategoricalDistribution(list(range(v.seeds)))}
+    (other,) = (x for x in axis.values if x != axis.copied)
+    done = finished_at_width(width_study, ctx.plan.width)
+    for s in range(v.seeds):
+        for x in xs:
+            params = {"log2_lr": x, axis.param: axis.copied, "seed": s}
+            src = done.get((x, s))
+            if src is None:
+                study.enqueue_trial(params)
+            else:
+                attrs = {**src.user_attrs, "stage": axis.stage, "seconds": 0.0, "flops": 0.0,
+                         "tokens": 0, "copied_from_trial": src.number}
+                if axis.in_hparams:
+                    attrs["hparams"] = {**src.user_attrs.get("hparams", {}),
+                                        axis.param: axis.copied}
+                study.add_trial(optuna.trial.create_trial(
+                    params=params, distributions=dists, state=src.state,
+                    value=src.value if src.state == TrialState.COMPLETE else None,
+                    user_attrs=attrs))
+            study.enqueue_trial({"log2_lr": x, axis.param: other, "seed": s})
+
+
+def extend(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Study,
+           center: float) -> list[float] | None:
+    """Points on the side where a curve's minimum sits at the edge, queued for both curves
+    (unlike the width grid's per-width `extend_grid`: `queue` lays out both values at every
+    lr, and the copied value's points are mostly free copies of the width grid's); None while
+    other workers still have points to finish."""
+    v = ctx.cfg.validation
+    lo, hi = lr_bounds(center, v)
+    with ctx.lock():
+        if any(t.state in (TrialState.WAITING, TrialState.RUNNING)
+               for t in study.get_trials(deepcopy=False)):
+            return None
+        new = extend_points(curves(study, axis), step=v.step_log2, lo=lo, hi=hi)
+        queue(ctx, axis, study, width_study, new, center)
+    return new
+
+
+def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
+                  ) -> optuna.Study:
+    """Train this worker's share of the grid, extending it until both curves' optima are
+    bracketed or `validation.max_extend` is reached."""
+    v = ctx.cfg.validation
+    center = round(math.log2(hp["lr"]), 6)
+    lo, hi = lr_bounds(center, v)
+    study = open_axis_study(ctx, axis)
+    with ctx.lock():
+        if not study.get_trials(deepcopy=False):
+            queue(ctx, axis, study, width_study, grid(center, v.points, v.step_log2), center)
+
+    def run(trial: optuna.Trial) -> None:
+        x = trial.suggest_float("log2_lr", lo, hi)
+        n = trial.suggest_categorical(axis.param, list(axis.values))
+        seed = trial.suggest_categorical("seed", list(range(v.seeds)))
+        trial_hp = dict(hp, lr=2.0 ** x, **({axis.param: n} if axis.in_hparams else {}))
+        run_one(axis.contexts[n], study, trial, trial_hp, width=ctx.plan.width,
+                seed=validation_seed(ctx.cfg.proxy.seed, seed), stage=axis.stage, prune=False)
+
+    def left() -> float:  # predicted seconds of the queued points, each in its own context
+        return queued_seconds(study, lambda p: predict_seconds(axis.contexts[p[axis.param]], hp,
+                                                               ctx.plan.width))
+
+    train_grid(ctx, study, axis.stage, run,
+               lambda: extend(ctx, axis, study, width_study, center), left)
+    return study

@@ -1,0 +1,208 @@
+"""Numeric coordinate check: do activation sizes stay flat as width grows?
+
+Under μP every activation coordinate stays Θ(1) with width during training; under SP with Adam
+at a fixed learning rate, hidden activations and logits grow roughly ∝ width. We train each width
+for a few steps on one fixed batch with `mup.coord_check.get_coord_data`, take the mean |x| (l1)
+of every module's output at the last step, and fit the slope of log2(l1) against log2(width).
+A flat family has slopes near 0; the check passes when every slope is within `max_slope`.
+
+Works for any family exposing `.build(width, seed=...)`, `.parametrization`, `.seq_len` and
+`.vocab_size`.
+
+Across depth (`depth_coord_check`): the same measurement at one width over depths, of the final
+residual stream (the last block's output) and the logits — CompleteP's Fig. 7 (Dey et al. 2025;
+nanoGPT-mup `completep_examples/coord_check_shakespeare_char`): under width-only μP the final
+residual grows about ∝ depth after a few Adam steps, under α = ½ or 1 it stays flat. Trained with
+the family's own optimizer groups, so the depth lr and ε rules are in the measurement.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from transfer.plan.data import Corpus, sample_batch
+from transfer.search.trainer import TrainSpec, make_optimizer
+
+LOGITS = "logits"  # kind name of the model's own output (the root module)
+
+
+@dataclass
+class CoordResult:
+    df: pd.DataFrame  # raw records from get_coord_data: width, module, t, l1
+    slopes: dict[str, float]  # module kind -> d log2(l1) / d log2(width) at the last step
+    max_abs_slope: float  # over every kind in `slopes`
+    logits_slope: float
+    passed: bool  # max_abs_slope <= max_slope
+    widths: list[int]  # the sizes along `axis` (depths for a depth check)
+    steps: int
+    max_slope: float
+    axis: str = "width"
+
+    def to_dict(self) -> dict:
+        return {"passed": self.passed, "max_abs_slope": self.max_abs_slope,
+                "logits_slope": self.logits_slope, "slopes": dict(self.slopes),
+                "widths" if self.axis == "width" else "depths": list(self.widths),
+                "steps": self.steps, "axis": self.axis}
+
+
+def module_kind(name: str) -> str:
+    """'blocks.3.attn.q' -> 'blocks.*.attn.q': layers of one kind are averaged together."""
+    return LOGITS if name == "" else re.sub(r"(?<=\.)\d+(?=\.|$)", "*", name)
+
+
+def slopes_at(df: pd.DataFrame, step: int, axis: str = "width") -> dict[str, float]:
+    """Least-squares slope of log2(mean l1) vs log2(width) (or `axis`) per module kind at `step`.
+
+    Kinds whose l1 is zero or non-finite at some width (e.g. a zero-initialised layer before its
+    first update) have no slope and are left out.
+    """
+    rows = df[df["t"] == step].assign(kind=lambda d: d["module"].map(module_kind))
+    table = rows.groupby(["kind", axis])["l1"].mean().unstack(axis)  # (kinds, sizes)
+    log_w = np.log2(table.columns.to_numpy(dtype=float))
+    out = {}
+    for kind, l1 in table.iterrows():
+        l1 = l1.to_numpy(dtype=float)
+        if np.all(np.isfinite(l1)) and np.all(l1 > 0):
+            out[kind] = float(np.polyfit(log_w, np.log2(l1), 1)[0])
+    return out
+
+
+def _check_args(widths: list[int], steps: int, lr: float, batch_size: int,
+                max_slope: float, what: str = "widths") -> None:
+    if len(set(widths)) < 2:
+        raise ValueError(f"{what} needs at least two distinct {what}, got {what}={widths}")
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps=}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size=}")
+    if not lr > 0 or not max_slope > 0:
+        raise ValueError(f"lr and max_slope must be > 0, got {lr=}, {max_slope=}")
+
+
+def coord_check(family, *, widths: list[int], corpus: Corpus, steps: int = 4, lr: float = 1e-2,
+                batch_size: int = 8, seed: int = 0, max_slope: float = 0.25) -> CoordResult:
+    """Train each width for `steps` AdamW steps on one batch; fit activation-size slopes.
+
+    μP families use mup's MuAdamW, SP families torch's AdamW, both at the same `lr`.
+    The global torch RNG is left untouched (get_coord_data seeds it; we fork around it).
+    """
+    from mup.coord_check import get_coord_data
+
+    widths = sorted(widths)
+    _check_args(widths, steps, lr, batch_size, max_slope)
+    for w in widths:
+        if hasattr(family, "check_width"):
+            family.check_width(w)
+    gen = torch.Generator().manual_seed(seed)
+    x, y = sample_batch(corpus.train, batch_size, family.seq_len, gen)  # (B, T) each
+    batch = (x, y.flatten())  # get_coord_data flattens logits to (B*T, V); targets to match
+    models = {w: (lambda w=w: family.build(w, seed=seed)) for w in widths}
+    with torch.random.fork_rng():
+        df = get_coord_data(models, [batch], optimizer="adamw", lr=lr,
+                            mup=family.parametrization == "mup", nsteps=steps,
+                            flatten_output=True, lossfn="xent", cuda=False,
+                            show_progress=False)
+    slopes = slopes_at(df, steps)
+    if LOGITS not in slopes:
+        raise ValueError(f"the logits are zero at step {steps} at some width; use steps >= 2 "
+                         "so a zero-initialised readout has been updated")
+    worst = max(abs(s) for s in slopes.values())
+    return CoordResult(df=df, slopes=slopes, max_abs_slope=worst, logits_slope=slopes[LOGITS],
+                       passed=worst <= max_slope, widths=widths, steps=steps,
+                       max_slope=max_slope)
+
+
+FINAL_RESIDUAL = "final_residual"  # the last block's output: what depth must keep Θ(1)
+
+
+def _final_block(model):
+    """The last residual block when the family exposes them (`blocks`), else None."""
+    blocks = getattr(model, "blocks", None)
+    return blocks[-1] if blocks is not None and len(blocks) else None
+
+
+def depth_coord_check(family, *, depths: list[int], width: int, corpus: Corpus, steps: int = 4,
+                      lr: float = 1e-2, batch_size: int = 8, seed: int = 0,
+                      max_slope: float = 0.25) -> CoordResult:
+    """Train `family.replace(n_layers=d).build(width)` for `steps` AdamW steps on one batch
+    (its own optimizer groups), record mean |x| of the final residual and the logits at every
+    step, and fit slopes against log2(depth)."""
+    depths = sorted(depths)
+    _check_args(depths, steps, lr, batch_size, max_slope, what="depths")
+    gen = torch.Generator().manual_seed(seed)
+    x, y = sample_batch(corpus.train, batch_size, family.seq_len, gen)  # (B, T) each
+    rows = []
+    for d in depths:
+        fam = family.replace(n_layers=d)
+        model = fam.build(width, seed=seed)
+        opt = make_optimizer(model, TrainSpec(width=width, lr=lr), fam.parametrization, fam)
+        seen: dict[str, float] = {}
+        block = _final_block(model)
+        if block is not None:
+            block.register_forward_hook(lambda m, a, out, seen=seen: seen.__setitem__(
+                FINAL_RESIDUAL, out.detach().abs().mean().item()))
+        for t in range(1, steps + 1):
+            logits = model(x)  # (B, T, V)
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            seen[LOGITS] = logits.detach().abs().mean().item()
+            rows += [{"depth": d, "module": k, "t": t, "l1": v} for k, v in seen.items()]
+    df = pd.DataFrame(rows)
+    slopes = slopes_at(df.assign(module=df["module"].map(lambda k: "" if k == LOGITS else k)),
+                       steps, axis="depth")
+    if LOGITS not in slopes:
+        raise ValueError(f"the logits are zero at step {steps} at some depth; use steps >= 2 "
+                         "so a zero-initialised readout has been updated")
+    worst = max(abs(s) for s in slopes.values())
+    return CoordResult(df=df, slopes=slopes, max_abs_slope=worst, logits_slope=slopes[LOGITS],
+                       passed=worst <= max_slope, widths=depths, steps=steps,
+                       max_slope=max_slope, axis="depth")
+
+
+def plot_coord(result: CoordResult, path: str | Path) -> Path:
+    """`coord_png` written to `path` (a run folder's copy goes through `transfer.outputs.write`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(coord_png(result))
+    return path
+
+
+def coord_png(result: CoordResult) -> bytes:
+    """PNG of l1 vs width (log-log), one line per module kind, one panel per step."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    df = result.df.assign(kind=lambda d: d["module"].map(
+        lambda m: module_kind(m) if result.axis == "width" else m))
+    steps = sorted(df["t"].unique())
+    fig = Figure(figsize=(4 * len(steps), 4), layout="constrained")
+    FigureCanvasAgg(fig)  # attaches an Agg canvas without touching pyplot's global backend
+    colours = matplotlib.colormaps["tab20"]
+    axes = fig.subplots(1, len(steps), sharey=True, squeeze=False)[0]
+    for ax, t in zip(axes, steps):
+        table = df[df["t"] == t].groupby(["kind", result.axis])["l1"].mean().unstack(result.axis)
+        for i, (kind, l1) in enumerate(table.iterrows()):
+            if (l1 > 0).all():  # log axes: a zero-initialised output has no point to plot
+                ax.plot(table.columns, l1.to_numpy(), marker="o", label=kind,
+                        color=colours(i % colours.N), linestyle=("-", "--")[i // colours.N % 2])
+        ax.set(title=f"step {t}", xlabel=result.axis)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+    axes[0].set_ylabel("mean |activation| (l1)")
+    axes[-1].legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.0, 0.5))
+    verdict = "PASS" if result.passed else "FAIL"
+    fig.suptitle(f"coordinate check: max |slope| {result.max_abs_slope:.3f} "
+                 f"(limit {result.max_slope}) {verdict}")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()

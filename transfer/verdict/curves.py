@@ -1,0 +1,73 @@
+"""The log2-lr grid and the curves measured on it: points, seed means, bracketing, extension.
+
+A curve is, per width (or depth, or token budget), the log2 lrs of a grid and every seed's
+held-out loss at each point. The validator, the depth check and the horizon check lay out and
+extend their grids with these; the verdict (`transfer.verdict.judge.judge`) reads the curves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+# width -> [(log2 lr, [loss of each seed; nan where it diverged]), ...]
+Curves = Mapping[int, Sequence[tuple[float, Sequence[float]]]]
+
+__all__ = ["Curves", "bracket", "extend_each", "extend_points", "grid", "mean_curve"]
+
+
+def grid(center: float, points: int, step: float) -> list[float]:
+    """`points` log2 lrs `step` apart, centred on `center`; rounded, as trials are keyed."""
+    return [round(center + step * (i - (points - 1) / 2), 6) for i in range(points)]
+
+
+def mean_curve(points: Sequence[tuple[float, Sequence[float]]]) -> tuple[np.ndarray, np.ndarray]:
+    """(x, seed-mean loss) sorted by x; nan where any seed diverged."""
+    pts = sorted(points, key=lambda p: p[0])
+    xs = np.array([p[0] for p in pts], dtype=float)
+    ys = np.array([float(np.mean(p[1])) if len(p[1]) and np.all(np.isfinite(p[1])) else math.nan
+                   for p in pts])
+    return xs, ys
+
+
+def bracket(xs: np.ndarray, ys: np.ndarray) -> tuple[bool, bool]:
+    """(needs a point below, needs a point above): the grid's minimum sits at its low or high
+    end. A diverged point above the minimum brackets it (the loss only grows towards it)."""
+    finite = np.flatnonzero(np.isfinite(ys))
+    if finite.size == 0:
+        return False, False
+    best = int(finite[np.argmin(ys[finite])])
+    return best == 0, best == xs.size - 1
+
+
+def extend_points(curves: Curves, *, step: float, lo: float, hi: float) -> list[float]:
+    """The log2 lrs to add (at every width) so that each width's minimum is bracketed, one step
+    beyond the current edge on the side that needs it, never outside [lo, hi]."""
+    new = set()
+    for pts in curves.values():
+        xs, ys = mean_curve(pts)
+        if xs.size == 0:
+            continue
+        below, above = bracket(xs, ys)
+        if below and xs[0] - step >= lo - 1e-9:
+            new.add(round(float(xs[0] - step), 6))
+        if above and xs[-1] + step <= hi + 1e-9:
+            new.add(round(float(xs[-1] + step), 6))
+    have = {round(float(p[0]), 6) for pts in curves.values() for p in pts}
+    return sorted(new - have)
+
+
+def extend_each(curves: Curves, *, step: float,
+                bounds: Mapping[int, tuple[float, float]]) -> dict[int, list[float]]:
+    """Per curve, the log2 lrs to add so that its own minimum is bracketed: one step beyond
+    its edge on the side that needs it, within that curve's (lo, hi). Only the curves whose
+    minimum sits at an edge get points; the others are left as they are."""
+    out = {}
+    for key, pts in curves.items():
+        lo, hi = bounds[key]
+        new = extend_points({key: pts}, step=step, lo=lo, hi=hi)
+        if new:
+            out[key] = new
+    return out

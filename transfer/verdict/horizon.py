@@ -1,0 +1,149 @@
+"""The horizon check: how does the tuned lr optimum move with the token budget, on the proxies?
+
+The learning-rate grid at the stages' width (`transfer.verdict.axis_grid`: the width check's centre,
+spacing, fresh seeds and edge extension), trained at `train.tokens / validation.horizon_ratio`
+tokens (¼ of the budget by default), beside the full-budget curve — the width check's narrow
+curve, copied in, not trained again: only the short runs cost.
+
+The two curves, keyed by token count, go through the shared-curvature fit of the pure verdict
+(`transfer.verdict.judge.judge`, `Limits(axis="tokens")`, no coordinate check). Its drift (vertex at
+the full budget − vertex at the short one, log2 lr) and bootstrap interval give the measured
+horizon exponent e of η* ∝ D^e: e = drift / log2(ratio), interval likewise. The verdict's
+transfer outcome (tolerance, loss gap) is not used: only the fit's numbers.
+
+"Tight" (the emitted lr then uses the measured exponent instead of `scaling.horizon_rule`'s):
+both optima bracketed by the grid, curvature S/N ≥ `validation.min_curvature_snr`, and the
+exponent's interval (at `validation.confidence`) no wider than `validation.horizon_max_ci`
+(0.2 by default: at ratio 4 that is 0.4 octave of drift, about a grid step).
+
+Its own Optuna study, `<run>:validation-horizon`. Off unless `validation.horizon_enabled`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import optuna
+
+from transfer.outputs import scaling
+from transfer.search import Context
+from transfer.verdict.axis_grid import Axis, run_axis_grid
+from transfer.verdict.judge import Verdict, judge
+from transfer.verdict.width import (
+    curves_from,
+    limits_from,
+    open_grid_study,
+    transfer_png,
+)
+
+STAGE = "validation_horizon"
+DEFAULT_MAX_CI = 0.2
+
+
+def enabled(cfg) -> bool:
+    return bool(cfg.validation.enabled and cfg.validation.horizon_enabled)
+
+
+def budgets(cfg) -> tuple[int, int]:
+    """(short, full): the token budgets of the two curves."""
+    full = int(cfg.train.tokens)
+    ratio = float(cfg.validation.horizon_ratio)
+    return int(full // ratio), full
+
+
+def at_tokens(ctx: Context, tokens: int) -> Context:
+    """The context whose trials train on `tokens` tokens (everything else as set)."""
+    train = dataclasses.replace(ctx.cfg.train, tokens=int(tokens))
+    cfg = dataclasses.replace(ctx.cfg, train=train)
+    # the same shapes: the probe's step and eval times hold, only the step count differs
+    return dataclasses.replace(ctx, cfg=cfg, _probe=ctx._probe)
+
+
+HORIZON_STUDY = "validation-horizon"
+
+
+def axis(ctx: Context) -> Axis:
+    """The horizon grid: the short budget and the full one (copied from the width grid)."""
+    short, full = budgets(ctx.cfg)
+    return Axis(stage=STAGE, study=HORIZON_STUDY, param="tokens", values=(short, full),
+                copied=full, contexts={short: at_tokens(ctx, short), full: ctx})
+
+
+def open_horizon_study(ctx: Context) -> optuna.Study:
+    return open_grid_study(ctx, HORIZON_STUDY)
+
+
+def curves(study: optuna.Study, ts: tuple[int, int]) -> dict:
+    """The grid as plain curves: tokens -> [(log2 lr, [loss per seed; nan if diverged])]."""
+    return curves_from(study, ts, axis="tokens")
+
+
+def run_horizon_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optuna.Study:
+    """Train this worker's share of the horizon grid (`transfer.verdict.axis_grid`), extending it
+    until both budgets' optima are bracketed or `validation.max_extend` is reached."""
+    return run_axis_grid(ctx, hp, width_study, axis(ctx))
+
+
+def judge_horizon(curves_: dict, tuned_log2: float, v) -> Verdict:
+    """The shared-curvature fit of the two budgets' curves (keys: token counts)."""
+    limits = dataclasses.replace(limits_from(v), axis="tokens", target_width=None)
+    return judge(curves_, None, tuned_log2, limits, None)
+
+
+def measure(verdict: Verdict, *, rule: str = "bjorck", beta: float = scaling.BJORCK_BETA,
+            max_ci: float = DEFAULT_MAX_CI) -> dict:
+    """The measured exponent of η* ∝ D^e, its interval, the rule's over the same range, and
+    which of the two the emitted lr uses (`used`: measured | rule)."""
+    short, full = verdict.widths
+    octaves = math.log2(full / short)
+    e = verdict.drift_log2 / octaves
+    lo, hi = (d / octaves for d in verdict.drift_ci)
+    rule_e, rule_label = scaling.horizon_exponent(rule, beta)
+    snr, min_snr = verdict.curvature_snr, verdict.min_curvature_snr
+    why = []
+    if not all(verdict.bracketed.values()):
+        why.append("an optimum is at the grid's edge (not bracketed)")
+    if not (math.isfinite(e) and math.isfinite(lo) and math.isfinite(hi)):
+        why.append("no finite fit")
+    elif not hi - lo <= max_ci:
+        why.append(f"exponent interval {hi - lo:.2f} wide, over {max_ci:g}")
+    if not snr >= min_snr:
+        why.append(f"curvature S/N {snr:.1f} under {min_snr:g}")
+    tight = not why
+    return {"tokens": [short, full], "ratio": full / short, "octaves": octaves,
+            "exponent": e, "exponent_ci": [lo, hi], "confidence": verdict.confidence,
+            "drift_log2": verdict.drift_log2, "drift_ci": list(verdict.drift_ci),
+            "optima_log2": {str(k): x for k, x in verdict.best_log2_lr.items()},
+            "curvature_snr": snr, "min_curvature_snr": min_snr, "max_ci": max_ci,
+            "rule": rule_label, "rule_exponent": rule_e, "rule_drift_log2": rule_e * octaves,
+            "tight": tight, "used": "measured" if tight else "rule",
+            "reasons": why,
+            "criterion": f"tight: both optima bracketed, curvature S/N ≥ {min_snr:g} and the "
+                         f"exponent's {verdict.confidence:.0%} interval ≤ {max_ci:g} wide"}
+
+
+def validate_horizon(ctx: Context, hp: dict, width_study: optuna.Study
+                     ) -> tuple[Verdict, dict, dict[str, bytes]]:
+    """The horizon grid (resumed: already trained when every worker ran it), its fit, the
+    measured exponent against the configured rule's, and its plot (file name under plots/ →
+    PNG) for `transfer.outputs.write`."""
+    v = ctx.cfg.validation
+    study = run_horizon_grid(ctx, hp, width_study)
+    verdict = judge_horizon(curves(study, budgets(ctx.cfg)),
+                            round(math.log2(float(hp["lr"])), 6), v)
+    s = ctx.cfg.scaling
+    result = measure(verdict, rule=s.horizon_rule, beta=float(s.horizon_beta),
+                     max_ci=float(v.horizon_max_ci))
+    return verdict, result, {"lr_horizon.png": transfer_png(verdict, label="tokens")}
+
+
+def line(h: dict) -> str:
+    """The horizon check in one printed line."""
+    lo, hi = h["exponent_ci"]
+    short, full = h["tokens"]
+    used = ("measured" if h["used"] == "measured"
+            else f"the rule ({'; '.join(h['reasons'])})")
+    return (f"   horizon check: lr ∝ D^{h['exponent']:+.2f} [{lo:+.2f}, {hi:+.2f}] measured "
+            f"over {short}→{full} tokens (curvature S/N {h['curvature_snr']:.1f}) vs rule "
+            f"{h['rule_exponent']:+.2f} ({h['rule']}); the emitted lr uses {used}")

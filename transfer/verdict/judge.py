@@ -1,0 +1,270 @@
+"""The transfer verdict: a pure function of learning-rate curves and limits.
+
+`judge(curves, noise, tuned, limits)` takes, per width, the log2-lr grid and every seed's
+held-out loss at each point, and answers one of three things:
+
+- `passed`: the optimum stays put — the whole confidence interval of the drift is inside the
+  tolerance, the loss gap's interval is under its limit, the curves are curved well beyond
+  their noise, and the coordinate check holds;
+- `rejected`: evidence against transfer — an interval wholly outside its limit, the wide model
+  diverging where the narrow one trains, or activations that change with width;
+- `inconclusive`: the measurement cannot tell — a flat or too-noisy curve, too few finite
+  points or seeds, an optimum never bracketed by the grid, or an interval that straddles a limit.
+
+No Optuna, no config: plain numbers in, a `Verdict` out, so every rule has a test built with
+numbers (tests/test_verdict.py) and its power is measured on synthetic curves
+(benchmarks/validator_power.py).
+
+The statistics (a shared-curvature parabola, a parametric bootstrap for its intervals, why
+not a bootstrap over seeds) live in `transfer.verdict.shared_curvature`; the grid and its curves in
+`transfer.verdict.curves`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from transfer.verdict.curves import Curves, bracket, mean_curve
+from transfer.verdict.shared_curvature import fit_window, interaction_noise, statistics
+
+PASSED, REJECTED, INCONCLUSIVE = "passed", "rejected", "inconclusive"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the verdict asks of the curves; every field has the reason for its default."""
+
+    tolerance_log2: float = 0.5  # |drift| of the optimum allowed over the measured widths
+    max_gap: float = 0.01  # relative loss the narrow optimum may cost on the wide model
+    min_seeds: int = 2  # one seed cannot tell noise from signal
+    min_points: int = 4  # finite points per width in the fit (3 fix a parabola; one to spare)
+    fit_window: int = 7  # grid points around each width's minimum that the parabola sees
+    min_curvature_snr: float = 3.0  # curvature / its standard error: a flat curve never passes
+    confidence: float = 0.90  # two-sided: 5 % of each tail outside the interval
+    n_boot: int = 2000
+    boot_seed: int = 0  # the bootstrap's own generator: the verdict is reproducible
+    coord_max_slope: float = 0.25
+    can_pass: bool = True  # False for budgets too small to mean anything (budget=smoke)
+    target_width: int | None = None  # to say how far the verdict is extrapolated
+    decide_hint: str = "budget=thorough (more seeds, longer runs)"  # printed when inconclusive
+    axis: str = "width"  # what the two curves differ in (messages only): "width" or "depth"
+
+
+@dataclass
+class Verdict:
+    outcome: str  # passed | rejected | inconclusive
+    widths: list[int]
+    tuned_log2_lr: float
+    n_seeds: int
+    curves: dict  # width -> {log2_lr, loss (seed mean), std, losses (per seed)}
+    best_log2_lr: dict  # width -> fitted vertex
+    best_loss: dict  # width -> fitted minimum
+    bracketed: dict  # width -> the grid's minimum has a higher point on both sides
+    edge_hit: dict  # width -> not bracketed
+    drift_log2: float
+    drift_ci: list[float]
+    tolerance_log2: float
+    loss_at_transferred: float  # wide model's fitted loss at the narrow optimum
+    loss_best_w1: float
+    loss_gap: float  # (loss_at_transferred − loss_best_w1) / loss_best_w1
+    loss_gap_ci: list[float]
+    loss_gap_at_tuned: float  # the same at the stages' pick (the grid centre)
+    max_gap: float
+    wider_minus_narrow: float  # fitted best loss, wide − narrow
+    wider_minus_narrow_ci: list[float]
+    curvature: float
+    curvature_se: float
+    curvature_snr: float
+    min_curvature_snr: float
+    optimum_log2_lr: float  # the optimum that holds across both widths (mean of the vertices)
+    optimum_ci: list[float]
+    noise: dict
+    extrapolation: dict
+    coord_check: dict
+    confidence: float
+    rejected_because: list[str] = field(default_factory=list)
+    inconclusive_because: list[str] = field(default_factory=list)
+    decide_with: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == PASSED
+
+    @property
+    def reasons(self) -> list[str]:
+        return self.rejected_because + self.inconclusive_because
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for k in ("curves", "best_log2_lr", "best_loss", "bracketed", "edge_hit"):
+            d[k] = {str(w): v for w, v in d[k].items()}
+        d["passed"] = self.passed
+        d["reasons"] = self.reasons
+        return d
+
+
+
+def _fmt_ci(ci: Sequence[float], pct: bool = False) -> str:
+    f = (lambda v: f"{v:.2%}") if pct else (lambda v: f"{v:+.2f}")
+    return f"[{f(ci[0])}, {f(ci[1])}]"
+
+
+
+def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
+          coord: Mapping | None = None) -> Verdict:
+    """The verdict on a learning-rate grid at two widths (the narrower is the reference).
+
+    `noise` is an optional floor for the per-point σ of the seed-mean curve (None: estimated
+    from the fit's residuals only); `tuned` is the log2 lr the stages picked; `coord` the
+    coordinate check's result (`passed`, `max_abs_slope`), None when it did not run.
+    """
+    widths = sorted(curves)
+    if len(widths) != 2:
+        raise ValueError(f"judge needs curves at exactly two widths, got {widths}")
+    w0, w1 = widths
+    ax = limits.axis
+    rej, unk = [], []
+    n_seeds = min((len(p[1]) for w in widths for p in curves[w]), default=0)
+    table, bracketed, win = {}, {}, {}
+    seed_vars = []
+    for w in widths:
+        pts = sorted(curves[w], key=lambda p: p[0])
+        xs, ys = mean_curve(pts)
+        stds = [float(np.std(p[1], ddof=1)) if len(p[1]) > 1 and np.all(np.isfinite(p[1]))
+                else math.nan for p in pts]
+        seed_vars += [s * s for s in stds if math.isfinite(s)]
+        table[w] = {"log2_lr": xs.tolist(), "loss": ys.tolist(), "std": stds,
+                    "losses": [list(map(float, p[1])) for p in pts]}
+        below, above = bracket(xs, ys)
+        bracketed[w] = not (below or above) and np.isfinite(ys).any()
+        win[w] = fit_window(xs, ys, limits.fit_window)
+    if n_seeds < limits.min_seeds:
+        unk.append(f"{n_seeds} seed(s) per point, fewer than {limits.min_seeds}: noise cannot be "
+                   "told from signal")
+    n_fin = {w: int(np.isfinite(table[w]["loss"]).sum()) for w in widths}
+    if n_fin[w1] < 3 <= n_fin[w0]:
+        rej.append(f"{ax} {w1}: fewer than 3 grid points trained without diverging, while {ax} "
+                   f"{w0} trained at {n_fin[w0]}: the larger model diverges where the smaller one "
+                   "learns (SP-like)")
+    for w in widths:
+        if len(win[w]) < limits.min_points and not (w == w1 and rej):
+            unk.append(f"{ax} {w}: {len(win[w])} finite points to fit, fewer than "
+                       f"{limits.min_points}")
+    coord = dict(coord or {})
+    if coord and not coord.get("passed", False):
+        rej.append(f"coordinate check failed: activation size changes with {ax} (max |slope| "
+                   f"{coord.get('max_abs_slope', math.nan):.2f} in log2-log2, allowed "
+                   f"{limits.coord_max_slope})")
+    octaves = math.log2(w1 / w0)
+    pure, pure_dof = interaction_noise(table, widths)
+    floor = pure / math.sqrt(n_seeds) if pure_dof > 0 else None
+    if noise is not None:
+        floor = max(floor or 0.0, float(noise))
+    stats = statistics(table, win, widths, floor, pure_dof, tuned, confidence=limits.confidence,
+                       n_boot=limits.n_boot, boot_seed=limits.boot_seed) if not (
+        len(win[w0]) < 3 or len(win[w1]) < 3) else None
+    if stats is None:
+        nan2 = [math.nan, math.nan]
+        stats = dict(fit=None, drift=math.nan, drift_ci=nan2, gap=math.nan, gap_ci=nan2,
+                     gap_tuned=math.nan, level=math.nan, level_ci=nan2, a=math.nan,
+                     a_se=math.nan, snr=math.nan, opt=math.nan, opt_ci=nan2,
+                     sigma=math.nan, dof=0, residual=math.nan, v={w0: math.nan, w1: math.nan},
+                     best={w0: math.nan, w1: math.nan}, at=math.nan)
+    else:
+        _rules(stats, bracketed, table, widths, limits, rej, unk)
+    drift, drift_ci = stats["drift"], stats["drift_ci"]
+    extrap = {"measured_octaves": octaves,
+              "drift_per_octave": drift / octaves,
+              "drift_per_octave_ci": [d / octaves for d in drift_ci]}
+    if limits.target_width:
+        t_oct = math.log2(limits.target_width / w0)
+        extrap.update(target_width=limits.target_width, target_octaves=t_oct,
+                      extrapolated_octaves=math.log2(limits.target_width / w1),
+                      implied_target_drift=drift / octaves * t_oct,
+                      implied_target_drift_ci=[d / octaves * t_oct for d in drift_ci])
+    outcome = REJECTED if rej else INCONCLUSIVE if unk else PASSED
+    if outcome == PASSED and not limits.can_pass:
+        unk.append("this budget is a plumbing check (too few seeds, points and tokens): it never "
+                   "validates a transfer")
+        outcome = INCONCLUSIVE
+    seed_std = math.sqrt(float(np.mean(seed_vars))) if seed_vars else math.nan
+    return Verdict(
+        outcome=outcome, widths=[w0, w1], tuned_log2_lr=float(tuned), n_seeds=n_seeds,
+        curves=table, best_log2_lr=stats["v"], best_loss=stats["best"], bracketed=bracketed,
+        edge_hit={w: not b for w, b in bracketed.items()}, drift_log2=drift, drift_ci=drift_ci,
+        tolerance_log2=limits.tolerance_log2, loss_at_transferred=stats["at"],
+        loss_best_w1=stats["best"][w1], loss_gap=stats["gap"], loss_gap_ci=stats["gap_ci"],
+        loss_gap_at_tuned=stats["gap_tuned"], max_gap=limits.max_gap,
+        wider_minus_narrow=stats["level"], wider_minus_narrow_ci=stats["level_ci"],
+        curvature=stats["a"], curvature_se=stats["a_se"], curvature_snr=stats["snr"],
+        min_curvature_snr=limits.min_curvature_snr, optimum_log2_lr=stats["opt"],
+        optimum_ci=stats["opt_ci"],
+        noise={"seed_std": seed_std, "interaction_std": pure, "interaction_dof": pure_dof,
+               "point_sigma": stats["sigma"], "point_sigma_dof": stats["dof"],
+               "residual_std": stats["residual"],
+               "lack_of_fit": (stats["residual"] / stats["sigma"]) ** 2
+               if stats["sigma"] and math.isfinite(stats["sigma"]) else math.nan,
+               "floor": noise, "fit": "shared-curvature parabola, parametric bootstrap"},
+        extrapolation=extrap, coord_check=coord, confidence=limits.confidence,
+        rejected_because=rej, inconclusive_because=unk,
+        decide_with=limits.decide_hint if outcome == INCONCLUSIVE else None)
+
+
+def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Limits,
+           rej: list[str], unk: list[str]) -> None:
+    """Every statistical rule, each adding a rejection or an inconclusive reason."""
+    w0, w1 = widths
+    ax = limits.axis
+    tol, conf = limits.tolerance_log2, f"{limits.confidence:.0%}"
+    if not st["snr"] >= limits.min_curvature_snr:
+        unk.append(f"the curves are too flat for their noise: curvature {st['a']:.4f} ± "
+                   f"{st['a_se']:.4f} per octave² (signal-to-noise {st['snr']:.1f}, needs "
+                   f"≥ {limits.min_curvature_snr:g}); the lr barely matters at this budget")
+    unbracketed = [w for w in widths if not bracketed[w]]
+    for w in unbracketed:
+        xs, ys = np.array(table[w]["log2_lr"]), np.array(table[w]["loss"])
+        below, _ = bracket(xs, ys)
+        side, edge = ("lowest", xs[0]) if below else ("highest", xs[-1])
+        # The grid minimum at an edge puts a convex curve's vertex beyond the midpoint to its
+        # neighbour (not beyond the edge itself): the honest bound.
+        mid = (xs[0] + xs[1]) / 2 if below else (xs[-2] + xs[-1]) / 2
+        other = w1 if w == w0 else w0
+        # When the other width is located, the edge bounds the drift: the optimum lies beyond it.
+        if bracketed[other] and math.isfinite(st["v"][other]):
+            sign = 1 if w == w1 else -1  # drift = v1 − v0
+            bound = sign * (mid - st["v"][other])
+            upper = below == (w == w1)  # the bound is an upper one on the drift
+            if (upper and bound < -tol) or (not upper and bound > tol):
+                rej.append(f"the optimum moved: at {ax} {w} the loss is lowest at the {side} lr of "
+                           f"the grid ({edge:.2f} in log2 lr), so the drift from {ax} {w0} to {w1} "
+                           f"is {'below' if upper else 'above'} {bound:+.2f}, tolerance ±{tol}")
+                continue
+        unk.append(f"{ax} {w}: the optimum is at the {side} lr of the grid even after "
+                   f"extending it ({xs[0]:.2f}..{xs[-1]:.2f} in log2 lr): not located")
+    if unbracketed:
+        return
+    lo, hi = st["drift_ci"]
+    if lo > tol or hi < -tol:
+        rej.append(f"the optimum moved: drift {st['drift']:+.2f} log2(lr) from {ax} {w0} to "
+                   f"{w1}, {conf} interval {_fmt_ci(st['drift_ci'])} wholly outside ±{tol}")
+    elif not (-tol <= lo and hi <= tol) and st["snr"] >= limits.min_curvature_snr:
+        unk.append(f"drift {st['drift']:+.2f} log2(lr), {conf} interval "
+                   f"{_fmt_ci(st['drift_ci'])} is not inside ±{tol}: too noisy to tell")
+    glo, ghi = st["gap_ci"]
+    if glo > limits.max_gap:
+        small = "narrow" if ax == "width" else "shallow"
+        rej.append(f"the {small} optimum costs {st['gap']:.2%} at {ax} {w1} ({conf} interval "
+                   f"{_fmt_ci(st['gap_ci'], True)}), over the {limits.max_gap:.0%} allowed")
+    elif not ghi <= limits.max_gap and st["snr"] >= limits.min_curvature_snr:
+        unk.append(f"loss gap at {ax} {w1} {st['gap']:.2%}, {conf} interval "
+                   f"{_fmt_ci(st['gap_ci'], True)} not under {limits.max_gap:.0%}")
+    llo = st["level_ci"][0]
+    if llo > 0:
+        big = "wider" if ax == "width" else "deeper"
+        rej.append(f"{big} is worse: fitted best loss {st['best'][w1]:.4f} at {ax} {w1} vs "
+                   f"{st['best'][w0]:.4f} at {ax} {w0} ({conf} interval of the difference "
+                   f"{_fmt_ci(st['level_ci'])} wholly above 0)")

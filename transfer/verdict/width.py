@@ -1,0 +1,217 @@
+"""The transfer validator's measurements: the lr grid at two widths and the coordinate check.
+
+Re-sweeps the learning rate on a log2 grid around the tuned optimum at the proxy width w0 and at
+the validation width w1 (same grid, same fresh seeds), extends the grid on the side where either
+width's optimum sits at its edge until both are bracketed (within `validation.max_extend`), and
+hands plain curves to the pure verdict (`transfer.verdict.judge.judge`). The grid lives in an Optuna
+study, so validation resumes and parallelises like any stage.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable
+
+import optuna
+from optuna.trial import TrialState
+
+from transfer.plan.hparams import MODEL_HPARAMS
+from transfer.search import Context, n_finished, predict_seconds, queued_seconds, run_one, work
+from transfer.verdict.coord import CoordResult, coord_check
+from transfer.verdict.curves import extend_each, grid
+from transfer.verdict.judge import Limits, Verdict, judge
+
+
+def limits_from(v, *, target_width: int | None = None) -> Limits:
+    """The verdict's limits from the `validation` config group (the one place that reads it)."""
+    return Limits(tolerance_log2=v.tolerance_log2, max_gap=v.max_gap, min_seeds=v.min_seeds,
+                  min_points=v.min_points, fit_window=v.points,
+                  min_curvature_snr=v.min_curvature_snr, confidence=v.confidence,
+                  coord_max_slope=v.coord_max_slope, can_pass=v.can_pass,
+                  target_width=target_width, decide_hint=v.decide_hint)
+
+
+def validation_seed(proxy_seed: int, index: int) -> int:
+    """Seed of the `index`-th validation seed: never a stage trial's seed (the stages train at
+    proxy.seed), so the grid's centre does not replay the trial that was selected."""
+    return proxy_seed + 1000 * (index + 1)
+
+
+def lr_bounds(center: float, v) -> tuple[float, float]:
+    """The widest the grid may grow: `max_extend` steps beyond its first edges on each side."""
+    half = v.step_log2 * ((v.points - 1) / 2 + v.max_extend)
+    return round(center - half, 6), round(center + half, 6)
+
+
+def open_grid_study(ctx: Context, stage: str = "validation") -> optuna.Study:
+    """A validation grid's study (`<run>:<stage>`): queued points only, never pruned."""
+    return optuna.create_study(study_name=f"{ctx.run_name}:{stage}", storage=ctx.storage,
+                               sampler=optuna.samplers.RandomSampler(seed=0),
+                               pruner=optuna.pruners.NopPruner(), direction="minimize",
+                               load_if_exists=True)
+
+
+def open_validation_study(ctx: Context) -> optuna.Study:
+    return open_grid_study(ctx)
+
+
+def finished_at_width(study: optuna.Study, width: int) -> dict:
+    """(log2 lr, seed index) → the width grid's finished trial at `width`: the points another
+    grid copies instead of training again (training is deterministic)."""
+    return {(t.params["log2_lr"], t.params["seed"]): t for t in study.get_trials(deepcopy=False)
+            if t.state in (TrialState.COMPLETE, TrialState.PRUNED) and t.params["width"] == width}
+
+
+def _enqueue(study: optuna.Study, widths: list[int], seeds: int, xs: list[float]) -> None:
+    for width in widths:
+        for s in range(seeds):
+            for x in xs:
+                study.enqueue_trial({"log2_lr": x, "width": width, "seed": s})
+
+
+def enqueue_grid(ctx: Context, study: optuna.Study, center: float) -> None:
+    """Queue every (width, seed, lr) point once, whoever gets here first."""
+    v = ctx.cfg.validation
+    with ctx.lock():
+        if study.get_trials(deepcopy=False):
+            return
+        _enqueue(study, [ctx.plan.width, ctx.plan.validation_width], v.seeds,
+                 grid(center, v.points, v.step_log2))
+
+
+def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float] | None:
+    """Under the run lock: queue one more point on each side where a width's minimum sits at
+    its grid's edge (within `validation.max_extend`), at that width only and every seed (the
+    other width's curve is bracketed and needs nothing: `benchmarks/validator_power.py
+    --compare` measured the verdict's power unchanged). Returns the log2 lrs queued; [] when
+    both widths are bracketed or capped; None while other workers still have grid points to
+    finish (decide when the grid is whole)."""
+    v = ctx.cfg.validation
+    widths = [ctx.plan.width, ctx.plan.validation_width]
+    bounds = dict.fromkeys(widths, lr_bounds(center, v))
+    with ctx.lock():
+        trials = study.get_trials(deepcopy=False)
+        if any(t.state in (TrialState.WAITING, TrialState.RUNNING) for t in trials):
+            return None
+        new = extend_each(curves_from(study, widths), step=v.step_log2, bounds=bounds)
+        for width, xs in new.items():
+            _enqueue(study, [width], v.seeds, xs)
+    return sorted({x for xs in new.values() for x in xs})
+
+
+def train_grid(ctx: Context, study: optuna.Study, stage: str,
+               run: Callable[[optuna.Trial], None], extend: Callable[[], list[float] | None], left: Callable[[], float]) -> None:
+    """This worker's share of a grid study (the width grid's, the depth and horizon grids'):
+    `run` trains one taken trial; then `extend` queues points at an edge-hitting side (None:
+    other workers still have points; []: bracketed or capped, done); `left` is the queued
+    points' predicted seconds, for the ETA."""
+    ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
+                             left())
+    while True:
+        for trial in work(ctx, study, None):
+            run(trial)
+            ctx.progress.update(n_finished(study), None, remaining_seconds=left())
+        new = extend()
+        if new is None:
+            continue  # others' points first: `work` runs or waits for them
+        if not new:
+            break
+        ctx.progress.line(f"{stage}: optimum at the grid's edge; extending to log2 lr "
+                          f"{', '.join(f'{x:.2f}' for x in new)}")
+        ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
+                                 left())
+    ctx.progress.stage_end()
+
+
+def run_grid(ctx: Context, hp: dict) -> optuna.Study:
+    """Train every queued grid point (this worker's share of them), extending the grid on the
+    side where an optimum sits at its edge until both widths are bracketed or the cap is hit."""
+    v = ctx.cfg.validation
+    center = round(math.log2(hp["lr"]), 6)
+    lo, hi = lr_bounds(center, v)
+    widths = [ctx.plan.width, ctx.plan.validation_width]
+    study = open_validation_study(ctx)
+    enqueue_grid(ctx, study, center)
+
+    def run(trial: optuna.Trial) -> None:
+        x = trial.suggest_float("log2_lr", lo, hi)
+        width = trial.suggest_categorical("width", widths)
+        seed = trial.suggest_categorical("seed", list(range(v.seeds)))
+        run_one(ctx, study, trial, dict(hp, lr=2.0 ** x), width=width,
+                seed=validation_seed(ctx.cfg.proxy.seed, seed), stage="validation", prune=False)
+
+    train_grid(ctx, study, "validation", run, lambda: extend_grid(ctx, study, center),
+               lambda: queued_seconds(study, lambda p: predict_seconds(ctx, hp, p["width"])))
+    return study
+
+
+def curves_from(study: optuna.Study, keys, axis: str = "width") -> dict:
+    """The grid as plain curves: key (the `axis` parameter: width, n_layers or tokens) ->
+    [(log2 lr, [loss per seed; nan if diverged])]."""
+    by: dict = {}
+    for t in study.get_trials(deepcopy=False):
+        if t.state not in (TrialState.COMPLETE, TrialState.PRUNED):
+            continue
+        loss = t.value if t.state == TrialState.COMPLETE else math.nan
+        by.setdefault(t.params[axis], {}).setdefault(t.params["log2_lr"], []).append(loss)
+    return {k: sorted((x, ys) for x, ys in by.get(k, {}).items()) for k in keys}
+
+
+def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
+                target_width: int | None = None) -> Verdict:
+    """The pure verdict on this run's grid."""
+    curves = curves_from(study, [ctx.plan.width, ctx.plan.validation_width])
+    return judge(curves, None, round(math.log2(tuned_lr), 6),
+                 limits_from(ctx.cfg.validation, target_width=target_width), coord)
+
+
+def run_coord_check(ctx: Context, hp: dict) -> CoordResult:
+    """The coordinate check across `validation.coord_widths` (those the family can build), with
+    the tuned multipliers and lr."""
+    v = ctx.cfg.validation
+    family = ctx.plan.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
+    widths = []
+    for w in v.coord_widths:
+        try:
+            family.check_width(w)
+            widths.append(w)
+        except ValueError:
+            continue
+    return coord_check(family, widths=widths, corpus=ctx.corpus, steps=v.coord_steps,
+                       lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed, max_slope=v.coord_max_slope)
+
+
+def transfer_png(verdict: Verdict, *, label: str = "width") -> bytes:
+    """Validation loss vs log2 lr, one curve per width, optima marked: the μTransfer figure, as
+    PNG bytes for the run folder (`transfer.outputs.write`). `label` names the curves' key
+    (`"layers"` for the depth check, `"tokens"` for the horizon check)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # plotting only: not on import
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 4))
+    FigureCanvasAgg(fig)  # an Agg canvas without touching pyplot's global backend
+    ax = fig.subplots()
+    for w in verdict.widths:
+        c = verdict.curves[w]
+        line = ax.errorbar(c["log2_lr"], c["loss"],
+                           yerr=[0 if not math.isfinite(s) else s for s in c["std"]],
+                           marker="o", ms=3, capsize=2,
+                           label=f"width {w}" if label == "width" else f"{w} {label}")
+        if math.isfinite(verdict.best_log2_lr[w]):
+            ax.axvline(verdict.best_log2_lr[w], color=line[0].get_color(), ls="--", lw=1)
+    ax.axvline(verdict.tuned_log2_lr, color="grey", ls=":", lw=1, label="stages' pick")
+    if verdict.passed and math.isfinite(verdict.optimum_log2_lr):  # emitted only when passed
+        ax.axvspan(*[min(max(x, ax.get_xlim()[0]), ax.get_xlim()[1]) for x in verdict.optimum_ci],
+                   color="green", alpha=0.08,
+                   label=f"emitted lr ({verdict.confidence:.0%} interval)")
+    ax.set_xlabel("log2 learning rate")
+    ax.set_ylabel("held-out loss (mean over seeds)")
+    lo, hi = verdict.drift_ci
+    ax.set_title(f"{verdict.outcome.upper()}: drift {verdict.drift_log2:+.2f} "
+                 f"[{lo:+.2f}, {hi:+.2f}] log2(lr)")
+    ax.legend()
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    return buf.getvalue()
