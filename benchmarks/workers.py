@@ -41,7 +41,8 @@ def _train_n(overrides: list[str], width: int, tokens: int, seeds: list[int], th
     cfg, plan, corpus = setup(overrides)
     hp = default_hparams(cfg)
     for s in seeds:
-        train(plan.family, train_spec(cfg, hp, width=width, seed=s, tokens=tokens), corpus,
+        train(plan.family, train_spec(cfg, hp, width=width, seed=s, seq_len=plan.family.seq_len,
+                         tokens=tokens), corpus,
               device="cpu")
 
 

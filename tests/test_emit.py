@@ -240,12 +240,12 @@ def test_every_train_value_has_a_provenance_label():
     tr = make("7b")["train"]
     prov = tr["provenance"]
     assert set(prov) == set(tr) - {"provenance"}
-    assert prov["lr_transferred"] == "μP-transferred (validated)"
+    assert prov["lr_transferred"].startswith("μP-transferred (validated)")
     assert prov["proxy_reference"] == "measured on proxies"
     assert all(v.startswith(("rule: ", "μP-transferred", "measured on proxies"))
                for v in prov.values())
     assert make("7b", validated=False)["train"]["provenance"]["lr_transferred"] == (
-        "μP-transferred (not validated)")
+        "μP-transferred (not validated): the stages' pick at the proxy width, no trajectory")
 
 
 # ---- model block and provenance ------------------------------------------------------------
@@ -263,7 +263,7 @@ def test_not_transferred_names_every_caveat():
                      "depth", "seq_len", "attn_scale"):
         assert required in names
     reasons = " ".join(i["reason"] for i in make()["provenance"]["not_transferred"])
-    assert "regularisation does not transfer" in reasons and "only empirically" in reasons
+    assert "not a μP quantity" in reasons and "only empirically" in reasons
 
 
 def test_not_transferred_extra_is_appended():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import yaml
 
@@ -43,6 +44,15 @@ VALIDATION = {"outcome": "passed", "passed": True, "widths": [64, 256], "n_seeds
               "extrapolation": {"measured_octaves": 2.0, "target_width": 4096,
                                 "extrapolated_octaves": 4.0, "implied_target_drift": 0.75,
                                 "implied_target_drift_ci": [0.3, 1.2]},
+              "trajectory": {"widths": [64, 128, 256], "vertices": [-6.25, -6.1, -6.0],
+                             "target_width": 4096, "model": "converging", "estimate": -5.8,
+                             "interval": [-6.1, -5.5], "disagreement": 0.4,
+                             "models": {"converging": {"form": "x_inf + c·(w/w0)^-1/2",
+                                                       "estimate": -5.8,
+                                                       "interval": [-6.1, -5.5]},
+                                        "log_linear": {"form": "a + b·log2(w/w0)",
+                                                       "estimate": -5.4,
+                                                       "interval": [-6.0, -4.8]}}},
               "coord_check": {"passed": True, "max_abs_slope": 0.0734, "max_slope": 0.25},
               "rejected_because": [], "inconclusive_because": [], "reasons": []}
 WINNERS = {"lr": 0.0123, "batch_size": 32, "warmup_fraction": 0.05, "input_mult": 1.0,
@@ -90,8 +100,8 @@ def test_what_was_swept(md):
 
 
 def test_winners_per_stage(md):
-    assert "| lr | 2.346 | lr=0.0123 |" in md
-    assert "| batch_size | 2.222 | batch_size=32 |" in md
+    assert "| lr | 2.35 | lr=0.0123 |" in md
+    assert "| batch_size | 2.22 | batch_size=32 |" in md
 
 
 def test_verdict_numbers(md):
@@ -100,8 +110,10 @@ def test_verdict_numbers(md):
     assert "| loss gap at the narrow optimum | 0.00095 | [0.0001, 0.004] | ≤ 0.01 |" in md
     assert "| curvature S/N | 12.5 | — | ≥ 3 |" in md
     assert "| coord check max abs slope | 0.0734 | — | 0.25 |" in md
-    assert "| 256 | -6 | 0.01562 |" in md  # 2^-6
-    assert "the target (width 4,096) is 4 octaves further" in md
+    assert "| 256 | -6 | 0.0156 |" in md  # 2^-6
+    assert "the target (width 4,096) is 4 octaves past the widest proxy" in md
+    assert "| converging (emitted) | x_inf + c·(w/w0)^-1/2 | -5.8 | [-6.1, -5.5] | 0.0179 |" in md
+    assert "| log_linear | a + b·log2(w/w0) | -5.4 | [-6, -4.8] |" in md
 
 
 def test_plots_are_relative_links(md):
@@ -112,9 +124,9 @@ def test_plots_are_relative_links(md):
 def test_emitted_param_groups(md):
     # 7b over base 64: width_mult 64, hidden lr 0.0123/64, hidden σ 0.02/8 (PROXY has no trial
     # tokens, so no horizon/batch factor); weight decay from the AdamW-timescale rule, ×64 hidden
-    assert "| hidden_attn | 0.0001922 | 0.0025 | 0.2391 | zero_init=attention q |" in md
-    assert "| readout | 0.0123 | 0 | 0.003736 | logits_scale=0.01562 |" in md
-    assert "| width_mult | 64 |" in md and "| attn_scale | 0.007812 |" in md
+    assert "| hidden_attn | 0.000192 | 0.0025 | 0.239 | zero_init=attention q |" in md
+    assert "| readout | 0.0123 | 0 | 0.00374 | logits_scale=0.0156 |" in md
+    assert "| width_mult | 64 |" in md and "| attn_scale | 0.00781 |" in md
 
 
 def test_budget_table(md):
@@ -125,7 +137,7 @@ def test_budget_table(md):
     assert "fitting own lr/batch laws at smaller scales, h100 GPU-hours | 1,221 |" in md
     # cost_report was not told the run was validated: no saving is claimed
     assert "| saved h100 GPU-hours (baseline − tuning device-hours; validated runs only) | — |" in md
-    assert "| lr | 8 | 300 | 310 | -3.226 % |" in md
+    assert "| lr | 8 | 300 | 310 | -3.23 % |" in md
     assert "Spending cap: 2 device-hours" in md and "exceeded: no" in md
 
 
@@ -133,7 +145,7 @@ def test_not_transferred(md):
     section = md[md.index("## Not transferred"):]
     for name in ("weight_decay", "batch_size", "warmup_fraction", "token_horizon", "depth"):
         assert f"**{name}**" in section
-    assert "regularisation does not transfer" in section
+    assert "not a μP quantity" in section
 
 
 def test_rejected_and_unvalidated_runs_say_so():
@@ -152,3 +164,9 @@ def test_rejected_and_unvalidated_runs_say_so():
 
 def test_table_cells_cannot_break_the_table():
     assert report._table(["a"], [("x | y",)]).splitlines()[-1] == "| x \\| y |"
+
+
+def test_numbers_read_as_a_persons_report():
+    """numpy booleans and per-width maps render as words, floats to 3 significant digits."""
+    assert report.fmt({"64": np.True_, "256": np.False_}) == "64: yes, 256: no"
+    assert report.fmt(np.float64(0.123456)) == "0.123" and report.fmt(np.int64(12345)) == "12,345"

@@ -152,10 +152,19 @@ def classes_kind(group: str) -> str:
         "vector") else group
 
 
-def _mu_label(parametrization: str, validated: bool) -> str:
+def _mu_label(parametrization: str, validated: bool, trajectory: Mapping | None = None) -> str:
+    state = "validated" if validated else "not validated"
+    if trajectory:
+        lo, hi = trajectory["interval_log2"]
+        how = (f"the optimum's trajectory over proxy widths {trajectory['widths']} "
+               f"({trajectory['model']} model) at width {trajectory['target_width']}, "
+               f"{trajectory['confidence']:.0%} interval 2^[{lo:.2f}, {hi:.2f}]")
+        if parametrization != "mup":
+            return f"extrapolated from SP proxies ({how}; {state}: SP has no transfer)"
+        return f"μP-transferred ({state}): {how}"
     if parametrization != "mup":
         return "copied from SP proxies (no transfer)"
-    return "μP-transferred (validated)" if validated else "μP-transferred (not validated)"
+    return f"μP-transferred ({state}): the stages' pick at the proxy width, no trajectory"
 
 
 def _depth_passed(depth: Mapping | None) -> bool:
@@ -179,9 +188,13 @@ def _not_transferred(m: dict, w: dict, proxy: dict, d_head: int, train: dict,
     prov = train["provenance"]
     items = [
         {"name": "weight_decay", "value": train["weight_decay"],
-         "reason": f"regularisation does not transfer under μP; set by {prov['weight_decay']} "
-                   f"(the proxies' {w['weight_decay']} is not used), ×width_mult on hidden "
-                   "matrices so lr·wd is the same in every group"},
+         "reason": f"not a μP quantity: set by {prov['weight_decay']}, ×width_mult on hidden "
+                   "matrices so lr·wd is the same in every group; "
+                   + ("the proxies trained under the same timescale rule (λ = 1/(τ·η·steps) per "
+                      "trial), so the lr was measured with this decay"
+                      if proxy.get("weight_decay_rule", "timescale") == "timescale" else
+                      f"the proxies trained at λ = {w['weight_decay']} "
+                      "(train.weight_decay_rule=fixed): the lr was measured without this decay")},
         {"name": "batch_size", "value": train["batch_size"],
          "reason": f"transfers only empirically, so the proxies' batch-stage winner "
                    f"({int(w['batch_size'])} sequences of {p_seq}) is never copied: "
@@ -258,8 +271,14 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
                 validated: bool, drift_log2: float | None, fingerprint: str, budget: Mapping,
                 created: str, not_transferred_extra: list | None = None,
                 scaling: Mapping | Any | None = None, n_gpus: int = 1,
-                depth: Mapping | None = None, horizon: Mapping | None = None) -> dict:
+                depth: Mapping | None = None, horizon: Mapping | None = None,
+                lr_trajectory: Mapping | None = None) -> dict:
     """The target.yaml content: model, mup, param_groups, train, budget, provenance.
+
+    lr_trajectory: where `winners["lr"]` came from when the validator extrapolated it to the
+    target width (`interval` [lo, hi] of that lr, `interval_log2`, `confidence`, `model`,
+    `widths`, `target_width`); None when the stages' pick is emitted. Its interval is written
+    beside the lr (`train.lr_transferred_interval`, and `train.lr_interval` for the launch lr).
 
     horizon: the horizon check's result (`transfer.verdict.horizon.measure`), None when it did not
     run; where it is tight (`used: measured`) the lr's horizon factor uses its measured
@@ -293,7 +312,18 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
     model_block.update(d_head=d_head, n_params=counts["n_params"],
                        n_params_flops=counts["n_params_flops"])
     train = train_block(m, w, p=p, s=_scaling(scaling), counts=counts, n_gpus=int(n_gpus),
-                         mu_label=_mu_label(parametrization, ok), horizon=horizon)
+                         mu_label=_mu_label(parametrization, ok, lr_trajectory), horizon=horizon)
+    if lr_trajectory:
+        lo, hi = (float(x) for x in lr_trajectory["interval"])
+        train["lr_transferred_interval"] = [lo, hi]
+        train["lr_interval"] = [lo * train["lr_factor"], hi * train["lr_factor"]]
+        train["lr_trajectory"] = {k: lr_trajectory[k] for k in (
+            "model", "model_form", "widths", "optima_log2", "target_width", "confidence")}
+        train["provenance"].update(
+            lr_transferred_interval=train["provenance"]["lr_transferred"],
+            lr_interval=f"lr_transferred_interval × lr_factor ({train['provenance']['lr']}; the "
+                        "rules' factor carries no interval of its own)",
+            lr_trajectory="measured on proxies (transfer.verdict.trajectory)")
     proxy_block = {"parametrization": parametrization, "base_width": base_width}
     proxy_block.update({k: v for k, v in p.items() if k != "parametrization"})
     provenance = {

@@ -22,6 +22,7 @@ from transfer.verdict import depth, horizon
 from transfer.outputs import summary
 from transfer.verdict.coord import coord_png
 from transfer.outputs.emit import emit_target
+from transfer.outputs.plots import trajectory_png
 from transfer.plan.errors import EXIT_OK, EXIT_REJECTED, verdict_exit_code
 from transfer.plan.hparams import TUNABLE
 from transfer.outputs.write import COORD_PLOT, RunFiles, report_plots, write_run
@@ -39,7 +40,7 @@ from transfer.verdict.width import (
 )
 from transfer.verdict.judge import Verdict
 
-TRAIN_DEFAULT_KEYS = ("weight_decay", "schedule", "min_lr_fraction", "grad_clip")
+RECIPE_KEYS = ("schedule", "min_lr_fraction", "grad_clip")  # the target's, the proxies trained so
 
 
 @dataclass
@@ -109,6 +110,8 @@ def validate_transfer(ctx: Context, hp: dict, *, coord_plotted: bool,
         study.set_user_attr("coord_check", coord)
     verdict = judge_study(ctx, study, float(hp["lr"]), coord, target_width=target_width)
     plots["lr_transfer.png"] = transfer_png(verdict)
+    if verdict.trajectory:
+        plots["lr_trajectory.png"] = trajectory_png(verdict.trajectory)
     return Checks(study, verdict, coord_seconds, plots=plots)
 
 
@@ -185,21 +188,27 @@ def trial_timing(trials: pd.DataFrame) -> dict:
 
 
 def winners_for_emit(cfg, hp: dict, verdict: Verdict | None = None) -> dict:
+    """The tuned values, the recipe the proxies trained under, and the lr at the target width
+    where the validator's trajectory put it (`emitted_log2_lr`)."""
     w = {k: hp[k] for k in TUNABLE}
-    w.update({k: getattr(cfg.train, k) for k in TRAIN_DEFAULT_KEYS})
+    w.update({k: getattr(cfg.scaling, k) for k in RECIPE_KEYS})
+    w["weight_decay"] = (f"AdamW timescale of {cfg.scaling.tau_source}"
+                         if cfg.train.weight_decay_rule == "timescale"
+                         else float(cfg.train.weight_decay))
     if emitted_log2_lr(verdict) is not None:
         w["lr"] = 2.0 ** emitted_log2_lr(verdict)
     return w
 
 
 def emitted_log2_lr(verdict: Verdict | None) -> float | None:
-    """The grid's measured optimum (mean of both widths' vertices) when the verdict passed;
-    None (the stages' pick is emitted) otherwise: a rejected or inconclusive fit is no optimum
-    to stand on."""
-    if verdict is None or not verdict.passed:
+    """The optimum at the target width, from the trajectory of the grid's optima across the
+    proxies' widths, whatever the outcome (the interval and the verdict say what it is worth);
+    None only where nothing was measured (validation off, or no fit), and the stages' pick is
+    emitted."""
+    t = None if verdict is None else verdict.trajectory
+    if not t or not math.isfinite(t["estimate"]):
         return None
-    x = verdict.optimum_log2_lr
-    return float(x) if math.isfinite(x) else None
+    return float(t["estimate"])
 
 
 def lr_provenance(hp: dict, verdict: Verdict | None) -> dict:
@@ -207,15 +216,22 @@ def lr_provenance(hp: dict, verdict: Verdict | None) -> dict:
     x = emitted_log2_lr(verdict)
     d = {"tuned_by_stages": float(hp["lr"])}
     if x is None:
-        d.update(value=float(hp["lr"]), source="stages' pick (the verdict did not pass, or "
-                 "validation did not run)")
+        d.update(value=float(hp["lr"]), source="measured on proxies: the stages' pick at the "
+                 "proxy width (no trajectory to the target: validation did not run or found no "
+                 "optimum to fit)")
         if verdict is not None:
             d["grid_optima_log2"] = {str(w): v for w, v in verdict.best_log2_lr.items()}
         return d
-    lo, hi = verdict.optimum_ci
-    d.update(value=2.0 ** x, log2=x, ci=[2.0 ** lo, 2.0 ** hi], confidence=verdict.confidence,
-             source="validation fit: mean of the shared-curvature vertices at widths "
-                    f"{verdict.widths[0]} and {verdict.widths[1]}",
+    t = verdict.trajectory
+    lo, hi = t["interval"]
+    other = next(m for m in t["models"] if m != t["model"])
+    d.update(value=2.0 ** x, log2=x, interval=[2.0 ** lo, 2.0 ** hi], interval_log2=[lo, hi],
+             confidence=t["confidence"], model=t["model"], model_form=t["models"][t["model"]]["form"],
+             widths=t["widths"], optima_log2=t["vertices"], target_width=t["target_width"],
+             other_model={"model": other, **t["models"][other]},
+             source=f"transferred: the optimum's trajectory over widths {t['widths']} "
+                    f"({t['model']} model) at width {t['target_width']}; the verdict was "
+                    f"{verdict.outcome}",
              stages_pick_offset_log2=x - math.log2(float(hp["lr"])))
     return d
 
@@ -226,6 +242,8 @@ def _proxy_block(plan: Plan) -> dict:
             "validation_width": plan.proxies.validation_width, "n_layers": d["n_layers"],
             "d_head": d["d_head"], "seq_len": d["seq_len"], "vocab_size": d["vocab_size"],
             "kv_group": d["kv_group"], "data": plan.corpus.source,
+            "grid_widths": plan.proxies.widths(),
+            "weight_decay_rule": plan.cfg.train.weight_decay_rule,
             # what the emitter classifies the target against (transfer.outputs.params)
             **{k: d[k] for k in ("ffn_ratio", "depth_alpha", "base_depth") if k in d},
             "tokens_per_trial": int(plan.cfg.train.tokens),
@@ -237,6 +255,7 @@ def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dic
     """target.yaml: the emitted config, with where its lr came from and the verdicts."""
     cfg = ctx.cfg
     verdict = None if checks is None else checks.verdict
+    lr = lr_provenance(hp, verdict)
     extra = [{"name": "proxy_shape", "value": None, "reason": n} for n in plan.proxies.notes]
     if verdict is None:
         extra.append({"name": "validation", "value": None,
@@ -252,9 +271,10 @@ def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dic
         scaling=dataclasses.asdict(cfg.scaling),
         depth=depth.summary(None if checks is None else checks.depth,
                             float(plan.proxies.derived.get("depth_alpha", 0.0))),
-        horizon=None if checks is None else checks.horizon_result)
+        horizon=None if checks is None else checks.horizon_result,
+        lr_trajectory=lr if "interval" in lr else None)
     prov = target["provenance"]
-    prov["lr"] = lr_provenance(hp, verdict)
+    prov["lr"] = lr
     if verdict is not None and verdict.outcome == "inconclusive":
         prov["warning"] = (
             "the validator could not tell whether the optimum transfers (inconclusive: "

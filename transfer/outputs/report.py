@@ -10,23 +10,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from transfer.plan.config import validation_width
 
 
 def fmt(x: Any) -> str:
-    """Numbers for people: ints with separators, floats to 4 significant digits."""
+    """Numbers for people: ints with separators, floats to 3 significant digits (what a noisy
+    measurement supports), yes/no for booleans (numpy's too), `key: value` for a mapping."""
     if x is None:
         return "—"
-    if isinstance(x, bool):
+    if isinstance(x, bool | np.bool_):
         return "yes" if x else "no"
-    if isinstance(x, int):
-        return f"{x:,}"
-    if isinstance(x, float):
+    if isinstance(x, int | np.integer):
+        return f"{int(x):,}"
+    if isinstance(x, float | np.floating):
+        x = float(x)
         if x != 0 and (abs(x) >= 1e9 or abs(x) < 1e-3):
-            return f"{x:.4g}"
+            return f"{x:.3g}"
         if abs(x) >= 1000:
             return f"{x:,.0f}"
-        return f"{x:.4g}"
+        return f"{x:.3g}"
+    if isinstance(x, Mapping):
+        return ", ".join(f"{k}: {fmt(v)}" for k, v in x.items())
     return str(x)
 
 
@@ -123,13 +129,7 @@ def _verdict(validation: Mapping | None, cfg: Mapping) -> str:
     lines += [_table(["width", "best log2 lr", "best lr"],
                      [(fmt(w), x, None if x is None else 2.0 ** x)
                       for w, x in best.items()]), ""]
-    ex = v.get("extrapolation") or {}
-    if "target_width" in ex:
-        lines += [(f"Measured over {fmt(ex.get('measured_octaves'))} octaves of width; the target "
-                   f"(width {fmt(ex.get('target_width'))}) is {fmt(ex.get('extrapolated_octaves'))}"
-                   f" octaves further. If the drift grows linearly in log2 width it is "
-                   f"{fmt(ex.get('implied_target_drift'))} {_ci(ex, 'implied_target_drift_ci')} "
-                   "there."), ""]
+    lines += _trajectory(v.get("trajectory"), v.get("extrapolation") or {})
     for title, key in (("Evidence against transfer", "rejected_because"),
                        ("Why it cannot tell", "inconclusive_because")):
         if v.get(key):
@@ -137,6 +137,20 @@ def _verdict(validation: Mapping | None, cfg: Mapping) -> str:
     if v.get("decide_with"):
         lines.append(f"To decide it: {v['decide_with']}.")
     return "\n".join(lines).rstrip()
+
+
+def _trajectory(t: Mapping | None, ex: Mapping) -> list[str]:
+    """Where the optimum will be at the target: both models, the emitted one first."""
+    if not t:
+        return []
+    out = [(f"The optimum's trajectory: the target (width {fmt(t['target_width'])}) is "
+            f"{fmt(ex.get('extrapolated_octaves'))} octaves past the widest proxy. The emitted lr "
+            f"is the **{t['model']}** model's estimate there; the other model is beside it "
+            f"(they differ by {fmt(t['disagreement'])} octave)."), ""]
+    rows = [(m + (" (emitted)" if m == t["model"] else ""), d["form"], d["estimate"],
+             _ci(d, "interval"), None if d["estimate"] is None else 2.0 ** d["estimate"])
+            for m, d in sorted(t["models"].items(), key=lambda kv: kv[0] != t["model"])]
+    return out + [_table(["model", "form", "log2 lr at target", "interval", "lr"], rows), ""]
 
 
 def _plots(plots: list[str]) -> str:

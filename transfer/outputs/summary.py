@@ -30,6 +30,7 @@ def run_lines(*, name: str, run_dir: Path, stages: Sequence[StageSummary],
                      f"  {best}")
     if verdict is not None:
         lines += verdict_lines(verdict)
+    lines.append(lr_line(target))
     lines.append(
         f"   target run   {cost['target']['gpu_hours']:.3g} GPU-h on {cost['target']['hardware']}"
         f"; tuning {cost['tuning']['gpu_hours']:.3g} GPU-h-equivalent "
@@ -49,10 +50,25 @@ def not_transferred_line(target: Mapping) -> str:
             "target.yaml provenance.not_transferred; the rules that set them: train.provenance)")
 
 
+def lr_line(target: Mapping) -> str:
+    """The emitted lr: at the target width with its interval, or the stages' pick."""
+    lr = (target.get("provenance") or {}).get("lr") or {}
+    train = target.get("train") or {}
+    if "interval" not in lr:
+        return f"   emitted lr   {lr.get('value', math.nan):.3g} ({lr.get('source', '')})"
+    lo, hi = lr["interval"]
+    launch = train.get("lr_interval") or [math.nan, math.nan]
+    return (f"   emitted lr   {lr['value']:.3g} at width {lr['target_width']} "
+            f"[{lo:.3g}, {hi:.3g}] ({lr['confidence']:.0%}, {lr['model']} over widths "
+            f"{lr['widths']}; {lr['other_model']['model']} says "
+            f"{2.0 ** lr['other_model']['estimate']:.3g}); launch lr {train.get('lr', math.nan):.3g} "
+            f"[{launch[0]:.3g}, {launch[1]:.3g}] after the horizon and batch rules")
+
+
 def verdict_lines(verdict: Verdict) -> list[str]:
     """The verdict in a few printed lines: drift and gap with their intervals, curvature,
-    coordinate slope, how far it is extrapolated, then every reason."""
-    w0, w1 = verdict.widths
+    coordinate slope, the optimum's trajectory to the target, then every reason."""
+    w0, w1 = verdict.widths[0], verdict.widths[-1]
     (lo, hi), (glo, ghi) = verdict.drift_ci, verdict.loss_gap_ci
     ex = verdict.extrapolation
     lines = [f"   validation   {verdict.outcome.upper()}: drift {verdict.drift_log2:+.2f} "
@@ -61,12 +77,14 @@ def verdict_lines(verdict: Verdict) -> list[str]:
              f"({verdict.confidence:.0%} intervals), curvature S/N "
              f"{verdict.curvature_snr:.1f}, coord slope "
              f"{verdict.coord_check.get('max_abs_slope', math.nan):.2f}"]
-    if "target_width" in ex:
-        tlo, thi = ex["implied_target_drift_ci"]
-        lines.append(f"     measured over {ex['measured_octaves']:.1f} octaves of width, "
-                     f"extrapolated {ex['extrapolated_octaves']:.1f} more to width "
-                     f"{ex['target_width']}: drift there {ex['implied_target_drift']:+.2f} "
-                     f"[{tlo:+.2f}, {thi:+.2f}] if it grows linearly in log2 width")
+    t = verdict.trajectory
+    if t:
+        optima = ", ".join(f"{w}: {x:.2f}" for w, x in zip(t["widths"], t["vertices"]))
+        lo, hi = t["interval"]
+        lines.append(f"     optimum (log2 lr) by width {optima}; at width {t['target_width']} "
+                     f"({ex['extrapolated_octaves']:.1f} octaves past the widest) "
+                     f"{t['estimate']:.2f} [{lo:.2f}, {hi:.2f}] ({t['model']}), "
+                     f"models {t['disagreement']:.2f} octave apart")
     lines += [f"     - {r}" for r in verdict.reasons]
     if verdict.decide_with:
         lines.append(f"     to decide it: {verdict.decide_with}")

@@ -29,7 +29,7 @@ from transfer.outputs.emit import dump_yaml
 
 PLOTS = "plots"  # the run folder's figures live under plots/
 COORD_PLOT = f"{PLOTS}/coord_check.png"
-REPORT_PLOTS = (f"{PLOTS}/lr_transfer.png", COORD_PLOT)  # report.md links these, when there
+REPORT_PLOTS = (f"{PLOTS}/lr_transfer.png", f"{PLOTS}/lr_trajectory.png", COORD_PLOT)  # report.md links these, when there
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,10 @@ class ProxyConf:
     parametrization: str = "mup"  # "sp" exists to show that the validator rejects it
     width: int = 64  # stages run here: the smallest, cheapest proxy
     validation_width: int | None = None  # None: 4 × width
+    # The widths the validator's lr grid measures the optimum at, width and validation_width
+    # among them. None: width × 2^k up to validation_width (64, 128, 256): the optimum's
+    # trajectory to the target needs ≥ 3 widths to tell a converging drift from a linear one.
+    grid_widths: list[int] | None = None
     base_width: int | None = None  # None: = width (μP ≡ SP there; tuned values are "base" values)
     n_layers: int | None = None  # None: from `size`
     d_head: int | None = None  # None: from `size`
@@ -82,6 +86,22 @@ def validation_width(proxy: Mapping[str, Any] | ProxyConf) -> int:
     return p.get("validation_width") or 4 * p["width"]
 
 
+def grid_widths(proxy: Mapping[str, Any] | ProxyConf) -> list[int]:
+    """The widths of the validator's lr grid: `proxy.grid_widths` (with width and
+    validation_width added), or width doubling up to validation_width when that is None."""
+    p = proxy if isinstance(proxy, Mapping) else vars(proxy)
+    w0, w1 = int(p["width"]), int(validation_width(p))
+    explicit = p.get("grid_widths")
+    if explicit:
+        ws = {int(w) for w in explicit} | {w0, w1}
+    else:
+        ws, w = {w0, w1}, w0 * 2
+        while w < w1:
+            ws.add(w)
+            w *= 2
+    return sorted(ws)
+
+
 @dataclass
 class TrainConf:
     """Per-trial training defaults; stages overwrite the ones they tune."""
@@ -90,10 +110,12 @@ class TrainConf:
     lr: float = 0.01  # used until the lr stage has a winner
     batch_size: int = 16
     warmup_fraction: float = 0.05
-    schedule: str = "cosine"
-    min_lr_fraction: float = 0.1
-    weight_decay: float = 0.0
-    grad_clip: float = 1.0
+    # The schedule's shape, betas, ε, clipping and weight decay are the target's (the `scaling`
+    # group): the proxies measure the optimum under the recipe the target is launched with.
+    # timescale: λ = B/(τ·η·D) per trial, τ the AdamW timescale of scaling.tau_recipe (Wang &
+    # Aitchison 2024), the rule target.yaml's λ comes from; fixed: train.weight_decay as given.
+    weight_decay_rule: str = "timescale"
+    weight_decay: float = 0.0  # weight_decay_rule=fixed only
     n_evals: int = 4
     eval_batches: int = 8
     eval_batch_size: int = 16
@@ -283,6 +305,10 @@ def check_config(cfg: DictConfig | Config) -> None:
     if vw <= w:
         _fail(f"proxy.validation_width={vw} must be larger than proxy.width={w}; widths must "
               "increase")
+    for g in c.proxy.grid_widths or []:
+        if not w <= g <= vw:
+            _fail(f"proxy.grid_widths has {g}, outside proxy.width={w} .. "
+                  f"proxy.validation_width={vw}; list widths between the two")
     if c.model.n_heads % c.model.n_kv_heads:
         _fail(f"model.n_heads={c.model.n_heads} is not divisible by model.n_kv_heads="
               f"{c.model.n_kv_heads}; fix the target shape")

@@ -13,6 +13,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from proxies.registry import size as proxy_size
+from transfer.plan.config import grid_widths as resolved_grid_widths
 from transfer.plan.config import validation_width as resolved_validation_width
 from transfer.plan.errors import UserError
 from transfer.plan.hparams import MODEL_HPARAMS
@@ -30,6 +31,12 @@ class ProxyPlan:
     base_width: int
     derived: dict  # every value derived from the target: part of the fingerprint
     notes: list[str] = field(default_factory=list)  # what differs from the target, and why
+    grid_widths: tuple[int, ...] = ()  # where the lr grid measures the optimum; () : the two
+
+    def widths(self) -> list[int]:
+        """The lr grid's widths, narrowest first: ≥ 3 for the sweep's trajectory, width and
+        validation_width for a custom model's check."""
+        return list(self.grid_widths or (self.width, self.validation_width))
 
 
 def _kv_group(target_ratio: int, heads: int, explicit: int | None, widths, d_head) -> tuple[int, str]:
@@ -59,13 +66,15 @@ def plan_proxies(cfg: DictConfig) -> ProxyPlan:
     width = p.width
     validation_width = resolved_validation_width(p)
     base_width = p.base_width or width
+    widths = tuple(resolved_grid_widths(p))
     for name, w in (("proxy.width", width), ("proxy.validation_width", validation_width),
-                    ("proxy.base_width", base_width)):
+                    ("proxy.base_width", base_width),
+                    *(("proxy.grid_widths", w) for w in widths)):
         if w % d_head:
             raise UserError(f"{name}={w} is not divisible by the proxy head dimension {d_head}; "
                             f"use a multiple of {d_head}")
     kv_group, kv_note = _kv_group(m.n_heads // m.n_kv_heads, width // d_head, p.kv_group,
-                                  (width, validation_width, base_width), d_head)
+                                  (*widths, base_width), d_head)
     def pick(name, from_target):
         return from_target if p.get(name) is None else p[name]
 
@@ -83,7 +92,7 @@ def plan_proxies(cfg: DictConfig) -> ProxyPlan:
     }
     # depth, head dimension and context differences are stated by the emitter itself
     notes = [kv_note] if kv_note else []
-    return ProxyPlan(None, width, validation_width, base_width, derived, notes)
+    return ProxyPlan(None, width, validation_width, base_width, derived, notes, widths)
 
 
 def instantiate_family(cfg: DictConfig, plan: ProxyPlan, vocab_size: int) -> ProxyPlan:
@@ -102,13 +111,14 @@ def instantiate_family(cfg: DictConfig, plan: ProxyPlan, vocab_size: int) -> Pro
         raise UserError(f"proxy.builder._target_={builder.get('_target_')!r} built a "
                         f"{type(family).__name__}, which lacks {', '.join(missing)}: a proxy "
                         "family implements every member of transfer.plan.protocol.ProxyFamily")
-    for name, w in (("proxy.width", plan.width), ("proxy.validation_width", plan.validation_width)):
+    for name, w in (("proxy.width", plan.width), ("proxy.validation_width", plan.validation_width),
+                    *(("proxy.grid_widths", w) for w in plan.grid_widths)):
         try:
             family.check_width(w, field=name)
         except ValueError as e:
             raise UserError(str(e)) from None
     derived = dict(plan.derived, vocab_size=vocab_size)
     return ProxyPlan(family, plan.width, plan.validation_width, plan.base_width, derived,
-                     plan.notes)
+                     plan.notes, plan.grid_widths)
 
 

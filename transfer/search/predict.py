@@ -148,7 +148,8 @@ def _grids(ctx: Context, hp: dict) -> dict:
     """Validation, depth, horizon and coordinate-check seconds left to train at `hp`, and
     finalize; the grids' trials shared by the workers."""
     cfg, plan = ctx.cfg, ctx.plan
-    w0, w1 = plan.width, plan.validation_width
+    ws = plan.widths()
+    w0 = ws[0]
     tokens = int(cfg.train.tokens)
     fam = plan.family
     phases: dict[str, float] = {}
@@ -158,14 +159,14 @@ def _grids(ctx: Context, hp: dict) -> dict:
     n_grid = v.points * v.seeds if v.enabled else 0
     n_ext = 2 * int(v.max_extend) * v.seeds if v.enabled else 0  # extra points per curve, at most
     extension = 0.0
-    left = _left(2 * n_grid, _finished(ctx, lambda: open_validation_study(ctx)))
+    left = _left(len(ws) * n_grid, _finished(ctx, lambda: open_validation_study(ctx)))
     if n_grid and left:
-        t0, t1 = predict_seconds(ctx, hp, w0), predict_seconds(ctx, hp, w1)
-        trial_seconds.update({str(w0): t0, str(w1): t1})
-        phases["validation"] = left * n_grid * (t0 + t1)
-        extension += n_ext * (t0 + t1)
-        flops += left * tokens * n_grid * (fam.flops_per_token(w0) + fam.flops_per_token(w1))
-        steps = {w: ctx._probe[(w, int(hp["batch_size"]))][0] for w in (w0, w1)}
+        ts = {w: predict_seconds(ctx, hp, w) for w in ws}
+        trial_seconds.update({str(w): t for w, t in ts.items()})
+        phases["validation"] = left * n_grid * sum(ts.values())
+        extension += n_ext * sum(ts.values())
+        flops += left * tokens * n_grid * sum(fam.flops_per_token(w) for w in ws)
+        steps = {w: ctx._probe[(w, int(hp["batch_size"]))][0] for w in (w0, ws[-1])}
         phases["coord"] = _coord_seconds(ctx, hp, steps)
     if n_grid and depth.enabled(cfg):  # the deep proxy's points (the shallow ones are copied)
         left = _left(2 * n_grid, _finished(ctx, lambda: depth.open_depth_study(ctx)))

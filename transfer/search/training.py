@@ -2,28 +2,60 @@
 
 from __future__ import annotations
 
+from transfer.outputs import scaling
 from transfer.plan.errors import UserError
 from transfer.plan.family import MODEL_HPARAMS
 from transfer.search.context import Context
 from transfer.search.trainer import TrainResult, TrainSpec, train
 
 
-def train_spec(cfg, hp: dict, *, width: int, seed: int, tokens: int | None = None,
-               n_evals: int | None = None) -> TrainSpec:
+# Below this many steps the timescale rule's per-step decay η·λ = 1/(τ·steps) exceeds ½ at the
+# peak lr and the weights are rebuilt from a couple of updates: no longer the regime it models.
+MIN_TIMESCALE_STEPS = 2
+
+
+def proxy_weight_decay(cfg, *, lr: float, steps: int) -> float:
+    """λ for a proxy trial of `steps` steps at base lr `lr`: the target's AdamW timescale τ (a
+    fraction of the run: λ = B/(τ·η·D) = 1/(τ·η·steps)), or `train.weight_decay` under
+    `train.weight_decay_rule=fixed`."""
     t = cfg.train
-    return TrainSpec(width=width, lr=float(hp["lr"]), batch_size=int(hp["batch_size"]),
-                     tokens=int(tokens or t.tokens), warmup_fraction=float(hp["warmup_fraction"]),
-                     schedule=t.schedule, min_lr_fraction=t.min_lr_fraction,
-                     weight_decay=t.weight_decay, grad_clip=t.grad_clip,
-                     n_evals=n_evals or t.n_evals, eval_batches=t.eval_batches,
-                     eval_batch_size=t.eval_batch_size, divergence_factor=t.divergence_factor,
-                     seed=seed)
+    if t.weight_decay_rule == "fixed":
+        return float(t.weight_decay)
+    if t.weight_decay_rule != "timescale":
+        raise UserError(f"train.weight_decay_rule={t.weight_decay_rule!r}; use timescale or fixed")
+    r = cfg.scaling.tau_recipe
+    tau = scaling.adamw_timescale(r["batch_tokens"], r["lr"], r["weight_decay"], r["tokens"])
+    if not tau * steps >= MIN_TIMESCALE_STEPS:
+        raise UserError(
+            f"train.weight_decay_rule=timescale: the target's AdamW timescale (τ = {tau:.3g} of "
+            f"the run) is {tau * steps:.2g} steps of a {steps}-step trial, under "
+            f"{MIN_TIMESCALE_STEPS}: the decay would swamp every update; raise train.tokens or "
+            "use train.weight_decay_rule=fixed")
+    return scaling.weight_decay_for_timescale(tau, 1.0, lr, float(steps))
+
+
+def train_spec(cfg, hp: dict, *, width: int, seed: int, seq_len: int, tokens: int | None = None,
+               n_evals: int | None = None) -> TrainSpec:
+    """The trial's training: its hyperparameters, the budget's tokens and evaluations, and the
+    target's recipe (`scaling`: schedule, betas, ε, clipping, the weight-decay timescale)."""
+    t, s = cfg.train, cfg.scaling
+    lr, batch, tokens = float(hp["lr"]), int(hp["batch_size"]), int(tokens or t.tokens)
+    steps = tokens // (batch * seq_len)
+    return TrainSpec(width=width, lr=lr, batch_size=batch, tokens=tokens,
+                     warmup_fraction=float(hp["warmup_fraction"]), schedule=s.schedule,
+                     min_lr_fraction=float(s.min_lr_fraction),
+                     betas=(float(s.betas[0]), float(s.betas[1])), eps=float(s.eps),
+                     weight_decay=proxy_weight_decay(cfg, lr=lr, steps=steps),
+                     grad_clip=float(s.grad_clip), n_evals=n_evals or t.n_evals,
+                     eval_batches=t.eval_batches, eval_batch_size=t.eval_batch_size,
+                     divergence_factor=t.divergence_factor, seed=seed)
 
 
 def run_training(ctx: Context, hp: dict, *, width: int, seed: int, report=None,
                  tokens: int | None = None, n_evals: int | None = None) -> TrainResult:
     family = ctx.plan.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
-    spec = train_spec(ctx.cfg, hp, width=width, seed=seed, tokens=tokens, n_evals=n_evals)
+    spec = train_spec(ctx.cfg, hp, width=width, seed=seed, seq_len=family.seq_len, tokens=tokens,
+                      n_evals=n_evals)
     try:
         spec.check(family.seq_len)
     except ValueError as e:

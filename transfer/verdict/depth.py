@@ -96,8 +96,10 @@ def validate_depth(ctx: Context, hp: dict, width_study: optuna.Study, *,
         coord = res.to_dict()
         study.set_user_attr("coord_check", coord)
         plots["coord_check_depth.png"] = coord_png(res)
+    # two depths (the depth grid's): the trajectory to the target depth is reported with its
+    # interval, but two points cannot tell the models apart
     limits = dataclasses.replace(limits_from(ctx.cfg.validation, target_width=target_depth),
-                                 axis="depth")
+                                 axis="depth", min_trajectory_widths=2)
     verdict = judge(curves(study, depths(ctx)), None, round(math.log2(float(hp["lr"])), 6),
                     limits, coord)
     plots["lr_transfer_depth.png"] = transfer_png(verdict, label="layers")
@@ -112,7 +114,16 @@ def summary(verdict: Verdict | None, alpha: float) -> dict | None:
             "drift_log2": verdict.drift_log2, "drift_ci": list(verdict.drift_ci),
             "tolerance_log2": verdict.tolerance_log2, "loss_gap": verdict.loss_gap,
             "coord_max_abs_slope": verdict.coord_check.get("max_abs_slope"),
-            "reasons": verdict.reasons}
+            "at_target": _at_target(verdict.trajectory), "reasons": verdict.reasons}
+
+
+def _at_target(t: dict | None) -> dict | None:
+    """The optimum's trajectory across depth at the target depth, as target.yaml records it."""
+    if not t:
+        return None
+    return {"depth": t["target_width"], "log2_lr": t["estimate"], "interval_log2": t["interval"],
+            "model": t["model"], "depths": t["widths"], "optima_log2": t["vertices"],
+            "confidence": t["confidence"]}
 
 
 def lines(verdict: Verdict) -> list[str]:

@@ -30,6 +30,7 @@ import numpy as np
 
 from transfer.verdict.curves import Curves, bracket, mean_curve
 from transfer.verdict.shared_curvature import fit_window, interaction_noise, statistics
+from transfer.verdict.trajectory import CONVERGING, MODELS, trajectory
 
 PASSED, REJECTED, INCONCLUSIVE = "passed", "rejected", "inconclusive"
 
@@ -49,7 +50,9 @@ class Limits:
     boot_seed: int = 0  # the bootstrap's own generator: the verdict is reproducible
     coord_max_slope: float = 0.25
     can_pass: bool = True  # False for budgets too small to mean anything (budget=smoke)
-    target_width: int | None = None  # to say how far the verdict is extrapolated
+    target_width: int | None = None  # where the trajectory puts the optimum (None: not asked)
+    trajectory_model: str = CONVERGING  # the emitted model (transfer.verdict.trajectory)
+    min_trajectory_widths: int = 3  # two widths fit either model exactly: nothing to tell them apart
     decide_hint: str = "budget=thorough (more seeds, longer runs)"  # printed when inconclusive
     axis: str = "width"  # what the two curves differ in (messages only): "width" or "depth"
 
@@ -80,12 +83,14 @@ class Verdict:
     curvature_se: float
     curvature_snr: float
     min_curvature_snr: float
-    optimum_log2_lr: float  # the optimum that holds across both widths (mean of the vertices)
+    optimum_log2_lr: float  # the emitted optimum: at the target width (the trajectory's
+    # estimate) when one is asked for, else the mean of the widths' vertices
     optimum_ci: list[float]
     noise: dict
     extrapolation: dict
     coord_check: dict
     confidence: float
+    trajectory: dict | None = None  # transfer.verdict.trajectory.Trajectory.to_dict()
     rejected_because: list[str] = field(default_factory=list)
     inconclusive_because: list[str] = field(default_factory=list)
     decide_with: str | None = None
@@ -116,16 +121,22 @@ def _fmt_ci(ci: Sequence[float], pct: bool = False) -> str:
 
 def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
           coord: Mapping | None = None) -> Verdict:
-    """The verdict on a learning-rate grid at two widths (the narrower is the reference).
+    """The verdict on a learning-rate grid at ≥ 2 widths (the narrowest is the reference;
+    drift, gap and level compare it with the widest). With `limits.target_width`, the optimum's
+    trajectory across the widths is extrapolated to the target (`transfer.verdict.trajectory`):
+    the emitted `optimum_log2_lr` and `optimum_ci` are its estimate and interval there.
 
     `noise` is an optional floor for the per-point σ of the seed-mean curve (None: estimated
     from the fit's residuals only); `tuned` is the log2 lr the stages picked; `coord` the
     coordinate check's result (`passed`, `max_abs_slope`), None when it did not run.
     """
     widths = sorted(curves)
-    if len(widths) != 2:
-        raise ValueError(f"judge needs curves at exactly two widths, got {widths}")
-    w0, w1 = widths
+    if len(widths) < 2:
+        raise ValueError(f"judge needs curves at two or more widths, got {widths}")
+    if limits.trajectory_model not in MODELS:
+        raise ValueError(f"unknown trajectory model {limits.trajectory_model!r}; available: "
+                         f"{', '.join(MODELS)}")
+    w0, w1 = widths[0], widths[-1]
     ax = limits.axis
     rej, unk = [], []
     n_seeds = min((len(p[1]) for w in widths for p in curves[w]), default=0)
@@ -151,7 +162,7 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
                    f"{w0} trained at {n_fin[w0]}: the larger model diverges where the smaller one "
                    "learns (SP-like)")
     for w in widths:
-        if len(win[w]) < limits.min_points and not (w == w1 and rej):
+        if len(win[w]) < limits.min_points and not (w != w0 and rej):
             unk.append(f"{ax} {w}: {len(win[w])} finite points to fit, fewer than "
                        f"{limits.min_points}")
     coord = dict(coord or {})
@@ -165,17 +176,27 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
     if noise is not None:
         floor = max(floor or 0.0, float(noise))
     stats = statistics(table, win, widths, floor, pure_dof, tuned, confidence=limits.confidence,
-                       n_boot=limits.n_boot, boot_seed=limits.boot_seed) if not (
-        len(win[w0]) < 3 or len(win[w1]) < 3) else None
+                       n_boot=limits.n_boot, boot_seed=limits.boot_seed) if all(
+        len(win[w]) >= 3 for w in widths) else None
+    traj = None
     if stats is None:
         nan2 = [math.nan, math.nan]
         stats = dict(fit=None, drift=math.nan, drift_ci=nan2, gap=math.nan, gap_ci=nan2,
                      gap_tuned=math.nan, level=math.nan, level_ci=nan2, a=math.nan,
                      a_se=math.nan, snr=math.nan, opt=math.nan, opt_ci=nan2,
-                     sigma=math.nan, dof=0, residual=math.nan, v={w0: math.nan, w1: math.nan},
-                     best={w0: math.nan, w1: math.nan}, at=math.nan)
+                     sigma=math.nan, dof=0, residual=math.nan, v=dict.fromkeys(widths, math.nan),
+                     best=dict.fromkeys(widths, math.nan), at=math.nan)
+        if limits.target_width:
+            unk.append(f"no optimum at the target {ax} {limits.target_width}: the curves have "
+                       "too few finite points to fit")
     else:
         _rules(stats, bracketed, table, widths, limits, rej, unk)
+        if limits.target_width:
+            traj = trajectory(widths, [stats["v"][w] for w in widths], stats["vertex_draws"],
+                              target_width=limits.target_width, model=limits.trajectory_model,
+                              confidence=limits.confidence)
+            _trajectory_rules(traj, limits, unk)
+            stats["opt"], stats["opt_ci"] = traj.estimate, traj.interval
     drift, drift_ci = stats["drift"], stats["drift_ci"]
     extrap = {"measured_octaves": octaves,
               "drift_per_octave": drift / octaves,
@@ -193,7 +214,7 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
         outcome = INCONCLUSIVE
     seed_std = math.sqrt(float(np.mean(seed_vars))) if seed_vars else math.nan
     return Verdict(
-        outcome=outcome, widths=[w0, w1], tuned_log2_lr=float(tuned), n_seeds=n_seeds,
+        outcome=outcome, widths=list(widths), tuned_log2_lr=float(tuned), n_seeds=n_seeds,
         curves=table, best_log2_lr=stats["v"], best_loss=stats["best"], bracketed=bracketed,
         edge_hit={w: not b for w, b in bracketed.items()}, drift_log2=drift, drift_ci=drift_ci,
         tolerance_log2=limits.tolerance_log2, loss_at_transferred=stats["at"],
@@ -210,14 +231,14 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
                if stats["sigma"] and math.isfinite(stats["sigma"]) else math.nan,
                "floor": noise, "fit": "shared-curvature parabola, parametric bootstrap"},
         extrapolation=extrap, coord_check=coord, confidence=limits.confidence,
-        rejected_because=rej, inconclusive_because=unk,
+        trajectory=None if traj is None else traj.to_dict(), rejected_because=rej, inconclusive_because=unk,
         decide_with=limits.decide_hint if outcome == INCONCLUSIVE else None)
 
 
 def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Limits,
            rej: list[str], unk: list[str]) -> None:
     """Every statistical rule, each adding a rejection or an inconclusive reason."""
-    w0, w1 = widths
+    w0, w1 = widths[0], widths[-1]
     ax = limits.axis
     tol, conf = limits.tolerance_log2, f"{limits.confidence:.0%}"
     if not st["snr"] >= limits.min_curvature_snr:
@@ -229,6 +250,10 @@ def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Li
         xs, ys = np.array(table[w]["log2_lr"]), np.array(table[w]["loss"])
         below, _ = bracket(xs, ys)
         side, edge = ("lowest", xs[0]) if below else ("highest", xs[-1])
+        if w not in (w0, w1):  # a middle width bounds nothing the rules below judge
+            unk.append(f"{ax} {w}: the optimum is at the {side} lr of the grid even after "
+                       f"extending it ({xs[0]:.2f}..{xs[-1]:.2f} in log2 lr): not located")
+            continue
         # The grid minimum at an edge puts a convex curve's vertex beyond the midpoint to its
         # neighbour (not beyond the edge itself): the honest bound.
         mid = (xs[0] + xs[1]) / 2 if below else (xs[-2] + xs[-1]) / 2
@@ -268,3 +293,25 @@ def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Li
         rej.append(f"{big} is worse: fitted best loss {st['best'][w1]:.4f} at {ax} {w1} vs "
                    f"{st['best'][w0]:.4f} at {ax} {w0} ({conf} interval of the difference "
                    f"{_fmt_ci(st['level_ci'])} wholly above 0)")
+
+
+def _trajectory_rules(t, limits: Limits, unk: list[str]) -> None:
+    """What the optimum at the target must show to pass: an interval inside ± tolerance of its
+    estimate, models that agree there, and enough widths to tell them apart."""
+    tol, conf = limits.tolerance_log2, f"{limits.confidence:.0%}"
+    at = f"{limits.axis} {t.target_width}"
+    if len(t.widths) < limits.min_trajectory_widths:
+        unk.append(f"the optimum was measured at {len(t.widths)} {limits.axis}s, fewer than "
+                   f"{limits.min_trajectory_widths}: its trajectory to {at} cannot be checked")
+    lo, hi = t.interval
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        unk.append(f"the optimum at {at} has no finite {conf} interval: some bootstrap fits "
+                   "have no minimum (a flat curve)")
+    elif not t.half_width <= tol:
+        unk.append(f"the optimum at {at} is log2 lr {t.estimate:.2f}, {conf} interval "
+                   f"{_fmt_ci(t.interval)} ({t.model}): wider than ±{tol} around it")
+    if not t.disagreement <= tol:
+        other = next(m for m in t.models if m != t.model)
+        unk.append(f"the trajectory models disagree at {at} by {t.disagreement:.2f} octave "
+                   f"({t.model} {t.estimate:.2f}, {other} {t.models[other]['estimate']:.2f}), "
+                   f"more than ±{tol}: the extrapolation depends on the model")

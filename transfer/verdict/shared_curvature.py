@@ -116,10 +116,14 @@ def statistics(table: dict, win: dict, widths: list[int], noise: float | None, n
 
     `table[w]` holds the seed-mean curve (`log2_lr`, `loss`), `win[w]` the indices the parabola
     sees (`fit_window`); `noise` and `noise_dof` the per-point σ when known (else the fit's
-    residual); `tuned` the log2 lr whose gap is reported beside the optimum's. The bootstrap
-    draws `n_boot` refits from its own generator (`boot_seed`): the numbers are reproducible.
+    residual); `tuned` the log2 lr whose gap is reported beside the optimum's. With more than
+    two widths (the trajectory) the curvature is shared by all of them, and drift, gap and level
+    compare the narrowest with the widest; `vertex_draws` holds every width's bootstrap optima
+    (n_widths × n_boot) for `transfer.verdict.trajectory`. The bootstrap draws `n_boot` refits
+    from its own generator (`boot_seed`): the numbers are reproducible.
     """
-    w0, w1 = widths
+    n = len(widths)
+    w1 = widths[-1]
     xw = [(w, table[w]["log2_lr"][i]) for w in widths for i in win[w]]
     y = np.array([table[w]["loss"][i] for w in widths for i in win[w]])
     X = _design(xw, widths)
@@ -141,34 +145,36 @@ def statistics(table: dict, win: dict, widths: list[int], noise: float | None, n
     snr = coef[0] / a_se if a_se > 0 else (math.inf if coef[0] > 0 else -math.inf)
 
     def summarise(c: np.ndarray) -> dict:
-        """Columns of coefficients (a, b0, b1, c0, c1) → the quantities judged; nan where the
-        parabola is not convex (it has no minimum)."""
-        a, b0, b1, c0, c1 = c
+        """Columns of coefficients (a, b per width, c per width) → the quantities judged; nan
+        where the parabola is not convex (it has no minimum)."""
+        a, b, lv = c[0], c[1:1 + n], c[1 + n:]
         with np.errstate(divide="ignore", invalid="ignore"):
             a_ok = np.where(a > 0, a, np.nan)
-            v0, v1 = -b0 / (2 * a_ok), -b1 / (2 * a_ok)
-            best0, best1 = c0 - b0 * b0 / (4 * a_ok), c1 - b1 * b1 / (4 * a_ok)
-            at = a_ok * v0 * v0 + b1 * v0 + c1  # the wide model at the narrow optimum
-            gap = np.where(best1 > 0, (at - best1) / best1, np.nan)
-        return {"drift": v1 - v0, "gap": gap, "level": best1 - best0, "opt": (v0 + v1) / 2,
-                "v0": v0, "v1": v1, "best0": best0, "best1": best1, "at": at}
+            v = -b / (2 * a_ok)
+            best = lv - b * b / (4 * a_ok)
+            at = a_ok * v[0] * v[0] + b[-1] * v[0] + lv[-1]  # the widest at the narrow optimum
+            gap = np.where(best[-1] > 0, (at - best[-1]) / best[-1], np.nan)
+        return {"drift": v[-1] - v[0], "gap": gap, "level": best[-1] - best[0],
+                "opt": v.mean(axis=0), "v": v, "best": best, "at": at}
 
-    est = {k: float(v[0]) for k, v in summarise(coef.reshape(-1, 1)).items()}
-    nan = np.full(1, np.nan)
-    draws = {k: nan for k in est}
+    est = summarise(coef.reshape(-1, 1))
+    draws = {k: np.full((n, 1) if k in ("v", "best") else 1, np.nan) for k in est}
     if math.isfinite(sigma) and dof > 0:
         rng = np.random.default_rng(boot_seed)
         s = sigma * np.sqrt(dof / rng.chisquare(dof, size=n_boot))
         Y = fitted[:, None] + rng.normal(size=(y.size, n_boot)) * s[None, :]
         draws = summarise(pinv @ Y)
     ci = {k: interval(draws[k], confidence) for k in ("drift", "gap", "level", "opt")}
-    fit = JointFit(float(coef[0]), {w0: float(coef[1]), w1: float(coef[2])},
-                   {w0: float(coef[3]), w1: float(coef[4])})
-    best1 = est["best1"]
+    fit = JointFit(float(coef[0]), {w: float(coef[1 + i]) for i, w in enumerate(widths)},
+                   {w: float(coef[1 + n + i]) for i, w in enumerate(widths)})
+    v = {w: float(est["v"][i, 0]) for i, w in enumerate(widths)}
+    best = {w: float(est["best"][i, 0]) for i, w in enumerate(widths)}
+    best1 = best[w1]
     gap_tuned = ((fit.value(w1, tuned) - best1) / best1
                  if math.isfinite(best1) and best1 > 0 else math.nan)
-    return dict(fit=fit, drift=est["drift"], drift_ci=ci["drift"], gap=est["gap"],
-                gap_ci=ci["gap"], gap_tuned=gap_tuned, level=est["level"], level_ci=ci["level"],
-                a=float(coef[0]), a_se=a_se, snr=float(snr), opt=est["opt"], opt_ci=ci["opt"],
-                sigma=sigma, dof=dof, residual=residual, v={w0: est["v0"], w1: est["v1"]},
-                best={w0: est["best0"], w1: est["best1"]}, at=est["at"])
+    return dict(fit=fit, drift=float(est["drift"][0]), drift_ci=ci["drift"],
+                gap=float(est["gap"][0]), gap_ci=ci["gap"], gap_tuned=gap_tuned,
+                level=float(est["level"][0]), level_ci=ci["level"], a=float(coef[0]),
+                a_se=a_se, snr=float(snr), opt=float(est["opt"][0]), opt_ci=ci["opt"],
+                sigma=sigma, dof=dof, residual=residual, v=v, best=best,
+                at=float(est["at"][0]), vertex_draws=draws["v"])

@@ -21,11 +21,13 @@ from transfer.search import Context, n_finished, predict_seconds, queued_seconds
 from transfer.verdict.coord import CoordResult, coord_check
 from transfer.verdict.curves import extend_each, grid
 from transfer.verdict.judge import Limits, Verdict, judge
+from transfer.verdict.trajectory import model_for
 
 
-def limits_from(v, *, target_width: int | None = None) -> Limits:
-    """The verdict's limits from the `validation` config group (the one place that reads it)."""
-    return Limits(tolerance_log2=v.tolerance_log2, max_gap=v.max_gap, min_seeds=v.min_seeds,
+def limits_from(v, *, target_width: int | None = None, parametrization: str = "mup") -> Limits:
+    """The verdict's limits from the `validation` config group (the one place that reads it);
+    the trajectory model is the parametrization's own (`transfer.verdict.trajectory.model_for`)."""
+    return Limits(trajectory_model=model_for(parametrization),tolerance_log2=v.tolerance_log2, max_gap=v.max_gap, min_seeds=v.min_seeds,
                   min_points=v.min_points, fit_window=v.points,
                   min_curvature_snr=v.min_curvature_snr, confidence=v.confidence,
                   coord_max_slope=v.coord_max_slope, can_pass=v.can_pass,
@@ -76,7 +78,7 @@ def enqueue_grid(ctx: Context, study: optuna.Study, center: float) -> None:
     with ctx.lock():
         if study.get_trials(deepcopy=False):
             return
-        _enqueue(study, [ctx.plan.width, ctx.plan.validation_width], v.seeds,
+        _enqueue(study, ctx.plan.widths(), v.seeds,
                  grid(center, v.points, v.step_log2))
 
 
@@ -88,7 +90,7 @@ def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float]
     both widths are bracketed or capped; None while other workers still have grid points to
     finish (decide when the grid is whole)."""
     v = ctx.cfg.validation
-    widths = [ctx.plan.width, ctx.plan.validation_width]
+    widths = ctx.plan.widths()
     bounds = dict.fromkeys(widths, lr_bounds(center, v))
     with ctx.lock():
         trials = study.get_trials(deepcopy=False)
@@ -130,7 +132,7 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
     v = ctx.cfg.validation
     center = round(math.log2(hp["lr"]), 6)
     lo, hi = lr_bounds(center, v)
-    widths = [ctx.plan.width, ctx.plan.validation_width]
+    widths = ctx.plan.widths()
     study = open_validation_study(ctx)
     enqueue_grid(ctx, study, center)
 
@@ -161,9 +163,10 @@ def curves_from(study: optuna.Study, keys, axis: str = "width") -> dict:
 def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
                 target_width: int | None = None) -> Verdict:
     """The pure verdict on this run's grid."""
-    curves = curves_from(study, [ctx.plan.width, ctx.plan.validation_width])
-    return judge(curves, None, round(math.log2(tuned_lr), 6),
-                 limits_from(ctx.cfg.validation, target_width=target_width), coord)
+    curves = curves_from(study, ctx.plan.widths())
+    limits = limits_from(ctx.cfg.validation, target_width=target_width,
+                         parametrization=ctx.cfg.proxy.parametrization)
+    return judge(curves, None, round(math.log2(tuned_lr), 6), limits, coord)
 
 
 def run_coord_check(ctx: Context, hp: dict) -> CoordResult:
