@@ -8,7 +8,6 @@ from transfer.plan.family import MODEL_HPARAMS
 from transfer.search.context import Context
 from transfer.search.trainer import TrainResult, TrainSpec, train
 
-
 # Below this many steps the timescale rule's per-step decay η·λ = 1/(τ·steps) exceeds ½ at the
 # peak lr and the weights are rebuilt from a couple of updates: no longer the regime it models.
 MIN_TIMESCALE_STEPS = 2
