@@ -39,7 +39,8 @@ def train_spec(cfg, hp: dict, *, width: int, seed: int, seq_len: int, tokens: in
     target's recipe (`scaling`: schedule, betas, ε, clipping, the weight-decay timescale)."""
     t, s = cfg.train, cfg.scaling
     lr, batch, tokens = float(hp["lr"]), int(hp["batch_size"]), int(tokens or t.tokens)
-    steps = tokens // (batch * seq_len)
+    # the decay of a trial of train.tokens (a timing probe's few steps time that trial)
+    steps = int(t.tokens) // (batch * seq_len)
     return TrainSpec(width=width, lr=lr, batch_size=batch, tokens=tokens,
                      warmup_fraction=float(hp["warmup_fraction"]), schedule=s.schedule,
                      min_lr_fraction=float(s.min_lr_fraction),
