@@ -1,254 +1,256 @@
-"""Does the emitted lr hold on the target itself? Tune on proxies, train the target as Granite.
+"""Held-out targets bigger than every proxy: does the emitted interval cover the target's own
+optimum?
 
-1. Tune on the μP proxies (the real sweep, `transfer.cli.run.run_sweep`, composed like the CLI), and
-   on SP proxies as the baseline; or reuse archived runs (`--run-mup DIR --run-sp DIR`).
-2. The target is larger than every proxy in width *and* depth (default d_model 512, 8 layers vs
-   proxies of 64/256 wide, 2 layers; vocabulary 256, the stdlib byte corpus).
-3. Train it as a `GraniteForCausalLM` built from the run's `hf/config.json`, initialised with
-   `transfer.outputs.apply.init_` and optimised by a plain `torch.optim.AdamW` over
-   `transfer.outputs.apply.param_groups` — no proxy or trainer code in the loop — at the emitted lr and
-   at ±½ and ±1 octave around it (every group's lr shifted together), for several seeds.
-4. Print the emitted lr's distance from the target's own fitted optimum (`transfer.verdict.fit.
-   fit_optimum` on the seed-mean curve; interval by a paired bootstrap over seeds) and the loss
-   gap at the emitted lr. Goals: μP |distance| <= 0.5 octave, gap <= 1 %; SP should miss.
+For each target shape (width only, depth only, both) and parametrization:
 
-The target trains with the proxies' trial recipe (tokens per trial, batch size winner, warmup
-fraction, schedule, betas, grad clip): only width and depth change, which is what μP claims
-to transfer across. The μP-transferred lr (`lr_transferred` of each group, when the emitter
-also writes a horizon/batch-adjusted `lr`) is the one tested. Slow; not CI:
+1. The sweep emits for that target (`transfer.cli.run.run_sweep`, composed like the CLI, the
+   default budget): the lr at the target width with its 90 % interval (`target.yaml`). The
+   proxies do not depend on the target's width or depth, so the sweeps share one archived set
+   of trials (reuse by fingerprint): only the emission differs.
+2. The target trains exactly as the proxies did except for its shape: a `GraniteForCausalLM`
+   from the run's `hf/config.json`, `transfer.apply.init_`, a plain `torch.optim.AdamW` over
+   `transfer.apply.param_groups`, with the proxies' trial recipe from the package itself
+   (`transfer.search.training.train_spec`: tokens, the batch and warmup winners, schedule through
+   `transfer.search.trainer.lr_multiplier`, betas, clipping, and the weight decay of the same
+   AdamW-timescale rule at every lr point), on the same data.
+3. Its own lr curve: ≥ 7 half-octave points spanning the emitted interval and an octave beyond
+   (capped at ±3 octaves of the estimate), 2 seeds, extended at an edge (the package's
+   `extend_each`), fitted with the package's shared-curvature parabola and parametric bootstrap
+   (`transfer.verdict.shared_curvature.statistics`, one curve).
+4. Per target: its optimum with a 90 % interval, the emitted lr and interval, their distance,
+   the loss gap at the emitted lr, and whether the emitted interval covers the optimum.
 
-    python benchmarks/target_check.py --out benchmarks/out/target_check           # full
-    python benchmarks/target_check.py --smoke --out /tmp/target_check_smoke        # ~1-2 min
+Every trained point is cached under --out/points (a rerun trains only what is missing). Slow;
+not CI (a smoke-sized run is, through tests/test_benchmarks.py):
+
+    python benchmarks/target_check.py --out benchmarks/out/target_check
+    python benchmarks/target_check.py --out /tmp/tc --smoke         # plumbing, ~2 min
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import optuna
 import torch
 import torch.nn.functional as F
-import yaml
 
 from transfer.cli.run import run_sweep
 from transfer.outputs import apply, hf
 from transfer.plan.compose import compose
 from transfer.plan.data import eval_batches, load_corpus, sample_batch
 from transfer.plan.planner import plan_sweep
-from transfer.verdict.fit import fit_optimum
+from transfer.search.trainer import lr_multiplier
+from transfer.search.training import train_spec
+from transfer.verdict.curves import bracket, extend_each, mean_curve
+from transfer.verdict.shared_curvature import fit_window, interaction_noise, interval, statistics
 
-FULL = {"d_model": 512, "n_layers": 8, "d_head": 16, "kv_group": 2, "ffn_ratio": 4,
-        "seq_len": 128, "proxy_size": "cpu", "budget": "default", "width": 64,
-        "tokens": None, "trials": None, "validation": True}
-# Plumbing only: proxies 32 wide, 1 layer; target 128 wide, 2 layers; a few trials. Means nothing.
-SMOKE = {"d_model": 128, "n_layers": 2, "d_head": 8, "kv_group": 2, "ffn_ratio": 4,
-         "seq_len": 32, "proxy_size": "tiny", "budget": "smoke", "width": 32,
-         "tokens": 15360, "trials": {"lr": 4, "batch_size": 2, "warmup": 1}, "validation": False}
+# name → target shape; proxies: the default budget's (64, 128, 256 wide, 2 layers, d_head 16)
+TARGETS = {"width": {"d_model": 512, "n_layers": 2}, "depth": {"d_model": 64, "n_layers": 8},
+           "both": {"d_model": 384, "n_layers": 4}}
+SHAPE = {"d_head": 16, "kv_group": 2, "ffn_ratio": 4, "seq_len": 128, "budget": "default"}
+SMOKE_TARGETS = {"width": {"d_model": 128, "n_layers": 1}}
+SMOKE_SHAPE = {"d_head": 8, "kv_group": 2, "ffn_ratio": 4, "seq_len": 32, "budget": "smoke"}
+STEP = 0.5  # octaves between lr points, as the validator's grid
+MIN_POINTS, BEYOND, MAX_SPAN, MAX_EXTEND = 7, 1.0, 3.0, 3
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", required=True,
-                   help="folder for the sweeps, results_<parametrization>.json (a rerun with the "
-                        "same runs, sizes, offsets and seeds reuses them), summary.json")
-    p.add_argument("--smoke", action="store_true", help="tiny sizes: checks the plumbing only")
-    p.add_argument("--run-mup", type=Path, help="archived μP run folder to reuse (no sweep)")
-    p.add_argument("--run-sp", type=Path, help="archived SP run folder to reuse (no sweep)")
+    p.add_argument("--out", required=True, type=Path, help="sweeps, cached points, summary.json")
+    p.add_argument("--targets", nargs="+", default=None, help=f"of {', '.join(TARGETS)}")
     p.add_argument("--parametrizations", nargs="+", default=["mup", "sp"], choices=["mup", "sp"])
-    p.add_argument("--d-model", type=int, help="target width (default 512; smoke 128)")
-    p.add_argument("--n-layers", type=int, help="target depth (default 8; smoke 2)")
-    p.add_argument("--offsets", type=float, nargs="+", default=[-1.0, -0.5, 0.0, 0.5, 1.0],
-                   help="log2 lr offsets from the emitted lr")
     p.add_argument("--seeds", type=int, default=2)
-    p.add_argument("--tokens", type=int, help="target training tokens (default: the proxies')")
-    p.add_argument("--eval-batches", type=int, default=8)
-    p.add_argument("--bootstrap", type=int, default=1000)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--smoke", action="store_true", help="tiny sizes: the plumbing only")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--override", action="append", default=[], help="extra sweep override")
     args = p.parse_args(argv)
-    size = dict(SMOKE if args.smoke else FULL)
-    size.update({k: v for k, v in (("d_model", args.d_model), ("n_layers", args.n_layers))
-                 if v is not None})
-    args.size = size
-    if args.seeds < 2 or len(args.offsets) < 3 or 0.0 not in args.offsets:
-        p.error(f"need --seeds >= 2 and >= 3 --offsets including 0; got {args.seeds=}, "
-                f"{args.offsets=}")
+    table = SMOKE_TARGETS if args.smoke else TARGETS
+    args.targets = args.targets or list(table)
+    bad = [t for t in args.targets if t not in table]
+    if bad:
+        p.error(f"unknown target {bad[0]!r}; available: {', '.join(table)}")
+    if args.seeds < 2:
+        p.error(f"--seeds must be >= 2 (one seed cannot tell noise from signal), got {args.seeds}")
+    args.shape = SMOKE_SHAPE if args.smoke else SHAPE
+    args.table = table
     return args
 
 
-# ---- 1. tune on the proxies ---------------------------------------------------------------
-def overrides(args, parametrization: str) -> list[str]:
-    s = args.size
-    heads = s["d_model"] // s["d_head"]
+# ---- 1. the sweep that emits for the target ------------------------------------------------
+def overrides(args, target: dict, parametrization: str) -> list[str]:
+    s, heads = args.shape, target["d_model"] // args.shape["d_head"]
     ovr = [f"budget={s['budget']}", "hardware=cpu", "model=tiny", "model.name=target_check",
            "model.source='benchmarks/target_check.py, not a published model'",
-           f"model.d_model={s['d_model']}", f"model.n_layers={s['n_layers']}",
+           f"model.d_model={target['d_model']}", f"model.n_layers={target['n_layers']}",
            f"model.n_heads={heads}", f"model.n_kv_heads={heads // s['kv_group']}",
-           f"model.d_ff={s['ffn_ratio'] * s['d_model']}", f"model.seq_len={s['seq_len']}",
-           f"proxy.size={s['proxy_size']}", f"proxy.width={s['width']}",
-           f"proxy.parametrization={parametrization}", f"archive_dir={Path(args.out) / 'sweeps'}",
-           f"name=target-check-{parametrization}-{'smoke' if args.smoke else 'full'}",
-           "progress=lines", f"device={args.device}"]
-    if s["tokens"]:
-        ovr.append(f"train.tokens={s['tokens']}")
-    for stage, n in (s["trials"] or {}).items():
-        ovr.append(f"stages.stage.{stage}.trials={n}")
-    # SP's emission is the stages' pick whether or not its grid runs (an SP verdict never
-    # passes, and only a passed verdict replaces the pick by the grid's optimum): skip its grid.
-    if not s["validation"] or parametrization == "sp":
-        ovr.append("validation.enabled=false")
+           f"model.d_ff={s['ffn_ratio'] * target['d_model']}", f"model.seq_len={s['seq_len']}",
+           f"proxy.parametrization={parametrization}", f"archive_dir={args.out / 'sweeps'}",
+           "progress=lines", *args.override]
     return ovr
 
 
-def tune(args, parametrization: str) -> Path:
-    given = args.run_mup if parametrization == "mup" else args.run_sp
-    if given is not None:
-        return given
-    cfg = compose(overrides(args, parametrization))
+def sweep(args, target: dict, parametrization: str):
+    """The emitting sweep (resumed or reused from the archive when already run)."""
+    cfg = compose(overrides(args, target, parametrization))
     plan = plan_sweep(cfg)
-    t = time.perf_counter()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # as the CLI: progress lines only
-    code = run_sweep(cfg)  # 0 validated, 3 rejected: either way target.yaml and hf/ are written
     run_dir = plan.archive.run_dir(plan.name)
-    print(f"[{parametrization}] sweep exit {code} in {time.perf_counter() - t:.0f} s: {run_dir}",
-          flush=True)
-    return run_dir
+    if not (run_dir / "target.yaml").exists():
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        t = time.perf_counter()
+        code = run_sweep(cfg)
+        print(f"[{parametrization}] sweep exit {code} in {time.perf_counter() - t:.0f} s: "
+              f"{run_dir}", flush=True)
+    return cfg, plan, run_dir
 
 
-# ---- 2. train the target as Granite, with transfer.outputs.apply and plain AdamW -----------------
-def recipe(run_dir: Path, args) -> dict:
-    """The proxies' trial recipe, read from the run folder."""
-    cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
-    winners = json.loads((run_dir / "run.json").read_text())["winners"]
-    tr = cfg["train"]
-    return {"tokens": args.tokens or int(tr["tokens"]), "batch_size": int(winners["batch_size"]),
-            "warmup_fraction": float(winners["warmup_fraction"]),
-            "schedule": tr.get("schedule", "cosine"),
-            "min_lr_fraction": float(tr.get("min_lr_fraction", 0.1)),
-            "betas": tuple(tr.get("betas", (0.9, 0.95))), "grad_clip": float(tr.get("grad_clip", 1.0))}
-
-
-def transferred(target: dict) -> dict:
-    """target.yaml with each group's lr the μP transfer of the tuned lr (see the docstring)."""
-    t = json.loads(json.dumps(target))
-    for g in t["param_groups"]:
-        g["lr"] = g.get("lr_transferred", g["lr"])
-    return t
-
-
-def lr_factor(step: int, total: int, r: dict) -> float:
-    warmup = int(r["warmup_fraction"] * total)
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    shape = 0.5 * (1 + math.cos(math.pi * progress)) if r["schedule"] == "cosine" else 1 - progress
-    return r["min_lr_fraction"] + (1 - r["min_lr_fraction"]) * shape
-
-
-def train_target(run_dir: Path, target: dict, r: dict, corpus, *, offset: float, seed: int,
-                 args) -> float:
-    """Final held-out loss of the target trained at 2**offset × every emitted group lr."""
+# ---- 2. the target, trained as the proxies were ---------------------------------------------
+def train_point(run_dir: Path, target: dict, cfg, hp: dict, corpus, *, log2_lr: float,
+                seed: int) -> float:
+    """Held-out loss of the target trained at base lr 2**log2_lr (every group's transferred lr
+    moved with it), with the proxies' recipe at that lr."""
     seq_len = int(target["model"]["seq_len"])
-    model = hf.granite_model(run_dir).to(args.device)
+    spec = train_spec(cfg, dict(hp, lr=2.0 ** log2_lr), width=int(target["model"]["d_model"]),
+                      seed=seed, seq_len=seq_len)
+    model = hf.granite_model(run_dir)
     apply.init_(model, target, seed=seed)
     groups = apply.param_groups(model, target)
+    base_lr, base_wd = float(target["train"]["lr_transferred"]), float(
+        target["train"]["weight_decay"])
     for g in groups:
-        g["lr"] *= 2.0 ** offset
-    opt = torch.optim.AdamW(groups, betas=r["betas"])
-    base = [g["lr"] for g in opt.param_groups]
-    gen = torch.Generator().manual_seed(seed + 7919)  # data order, independent of the init
-    steps = r["tokens"] // (r["batch_size"] * seq_len)
+        scale = g["lr"] / base_lr  # the group's μP factor (hidden: 1 / width_mult, ...)
+        g["lr"] = spec.lr * scale
+        # the proxies' rule: λ·η the same in every group (μP scales λ by width_mult)
+        g["weight_decay"] = spec.weight_decay / scale if base_wd > 0 else 0.0
+    opt = torch.optim.AdamW(groups, betas=spec.betas)
+    peak = [g["lr"] for g in opt.param_groups]
+    gen = torch.Generator().manual_seed(spec.seed + 7919)  # the trainer's data order
+    total = spec.steps(seq_len)
     model.train()
-    for step in range(steps):
-        for g, lr in zip(opt.param_groups, base):
-            g["lr"] = lr * lr_factor(step, steps, r)
-        x, y = sample_batch(corpus.train, r["batch_size"], seq_len, gen)
-        logits = model(x.to(args.device)).logits  # (B, T, V)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), y.to(args.device).flatten())
+    for step in range(total):
+        mult = lr_multiplier(step, total, spec)
+        for g, lr in zip(opt.param_groups, peak):
+            g["lr"] = lr * mult
+        x, y = sample_batch(corpus.train, spec.batch_size, seq_len, gen)
+        loss = F.cross_entropy(model(x).logits.float().flatten(0, 1), y.flatten())
         if not torch.isfinite(loss):
             return math.nan
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), r["grad_clip"])
+        torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
         opt.step()
     model.eval()
-    total, n = 0.0, 0
+    total_loss, n = 0.0, 0
     with torch.no_grad():
-        for x, y in eval_batches(corpus.val, args.eval_batches, 16, seq_len):
-            logits = model(x.to(args.device)).logits
-            total += F.cross_entropy(logits.float().flatten(0, 1), y.to(args.device).flatten(),
-                                     reduction="sum").item()
+        for x, y in eval_batches(corpus.val, spec.eval_batches, spec.eval_batch_size, seq_len):
+            total_loss += F.cross_entropy(model(x).logits.float().flatten(0, 1), y.flatten(),
+                                          reduction="sum").item()
             n += y.numel()
-    return total / n
+    return total_loss / n
 
 
-# ---- 3. the numbers -----------------------------------------------------------------------
-def summarise(offsets: list[float], losses: np.ndarray, n_boot: int, seed: int = 0) -> dict:
-    """losses: (points, seeds). Distance of the fitted optimum from offset 0 (a bound when the
-    best point is at the grid's edge), and the loss gap at offset 0."""
-    def fit(mean: np.ndarray) -> tuple[float, float, bool]:
-        """The fitted optimum (a parabola through the 5 points nearest the minimum, as the
-        validator fits); its loss is never above the best measured mean (a poor parabola must
-        not make the gap negative)."""
-        x, y, edge = fit_optimum(offsets, list(mean), window=min(5, len(offsets)))
-        return x, min(y, float(np.nanmin(mean))), edge
-
-    mean = np.nanmean(losses, axis=1)
-    at = mean[offsets.index(0.0)]
-    best_x, best_y, edge = fit(mean)
-    rng = np.random.default_rng(seed)
-    xs, gaps = [], []
-    for _ in range(n_boot):  # paired: the same resampled seeds at every lr point
-        cols = rng.integers(0, losses.shape[1], losses.shape[1])
-        m = np.nanmean(losses[:, cols], axis=1)
-        bx, by, _ = fit(m)
-        xs.append(bx)
-        gaps.append(m[offsets.index(0.0)] / by - 1)
-    return {"distance_log2": best_x, "distance_ci": [float(np.percentile(xs, 5)),
-                                                     float(np.percentile(xs, 95))],
-            "loss_at_emitted": float(at), "fitted_best_loss": best_y,
-            "loss_gap": float(at / best_y - 1), "loss_gap_ci": [float(np.percentile(gaps, 5)),
-                                                                float(np.percentile(gaps, 95))],
-            "edge_hit": edge, "mean_losses": [float(v) for v in mean]}
+def point_key(run_dir: Path, target: dict, log2_lr: float, seed: int) -> str:
+    ident = json.dumps({"run": run_dir.name, "model": target["model"], "log2_lr": round(log2_lr, 6),
+                        "seed": seed, "lr_transferred": target["train"]["lr_transferred"]},
+                       sort_keys=True)
+    return hashlib.sha256(ident.encode()).hexdigest()[:20]
 
 
-def table(results: dict, args) -> str:
-    lines = ["| emission | emitted log2 lr (hidden) | distance from the target's optimum "
-             "(90 % CI) | loss gap at emitted (90 % CI) | edge | seed-mean loss at log2 offset |",
-             "|---|---|---|---|---|---|"]
-    for param, r in results.items():
-        s = r["summary"]
-        lo, hi = s["distance_ci"]
-        glo, ghi = s["loss_gap_ci"]
-        lines.append(f"| {param} | {math.log2(r['hidden_lr']):.2f} | {s['distance_log2']:+.2f} "
-                     f"[{lo:+.2f}, {hi:+.2f}] | {s['loss_gap']:.2%} [{glo:.2%}, {ghi:.2%}] | "
-                     f"{'yes' if s['edge_hit'] else 'no'} | "
-                     f"{', '.join(f'{o:+g}: {v:.3f}' for o, v in zip(r['offsets'], s['mean_losses']))} |")
+def cached_point(args, run_dir, target, cfg, hp, corpus, log2_lr, seed) -> float:
+    path = args.out / "points" / f"{point_key(run_dir, target, log2_lr, seed)}.json"
+    if path.exists():
+        return float(json.loads(path.read_text())["loss"])
+    t = time.perf_counter()
+    loss = train_point(run_dir, target, cfg, hp, corpus, log2_lr=log2_lr, seed=seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"run": run_dir.name, "log2_lr": log2_lr, "seed": seed,
+                                "loss": loss, "seconds": time.perf_counter() - t}))
+    print(f"  log2 lr {log2_lr:+.2f} seed {seed}: {loss:.4f} ({time.perf_counter() - t:.0f} s)",
+          flush=True)
+    return loss
+
+
+def lr_points(est: float, lo: float, hi: float) -> list[float]:
+    """Half-octave points spanning the interval and an octave beyond, ≥ 7, ≤ ±3 of `est`."""
+    lo = max(lo if math.isfinite(lo) else est, est - MAX_SPAN + BEYOND) - BEYOND
+    hi = min(hi if math.isfinite(hi) else est, est + MAX_SPAN - BEYOND) + BEYOND
+    n = max(MIN_POINTS, int(math.ceil((hi - lo) / STEP)) + 1)
+    start = est - STEP * (n - 1) / 2 + STEP * round((lo + hi) / 2 / STEP - est / STEP)
+    return [round(start + STEP * i, 6) for i in range(n)]
+
+
+# ---- 3. the target's own optimum ------------------------------------------------------------
+def fit_curve(points: dict, seeds: int, tuned: float, width: int) -> dict:
+    """The shared-curvature parabola on the target's own curve: vertex, its 90 % interval, the
+    fitted loss at `tuned` against the best."""
+    pts = sorted((x, [points[(x, s)] for s in range(seeds)]) for x in {x for x, _ in points})
+    xs, ys = mean_curve(pts)
+    table = {width: {"log2_lr": xs.tolist(), "loss": ys.tolist(),
+                     "losses": [list(map(float, p[1])) for p in pts]}}
+    below, above = bracket(xs, ys)
+    win = {width: fit_window(xs, ys, 7)}
+    pure, dof = interaction_noise(table, [width])
+    st = statistics(table, win, [width], pure / math.sqrt(seeds) if dof else None, dof, tuned,
+                    confidence=0.9, n_boot=2000, boot_seed=0)
+    lo, hi = interval(st["vertex_draws"][0], 0.9)
+    return {"optimum_log2": st["v"][width], "optimum_ci": [lo, hi],
+            "gap_at_emitted": st["gap_tuned"], "curvature_snr": st["snr"],
+            "bracketed": not (below or above), "curve": table[width]}
+
+
+def check(args, name: str, parametrization: str, corpus) -> dict:
+    shape = args.table[name]
+    cfg, plan, run_dir = sweep(args, shape, parametrization)
+    target = apply.load_target(run_dir)
+    lr = target["provenance"]["lr"]
+    est = math.log2(float(target["train"]["lr_transferred"]))
+    lo, hi = lr.get("interval_log2", [math.nan, math.nan])
+    hp = json.loads((run_dir / "run.json").read_text())["winners"]
+    width = int(shape["d_model"])
+    points: dict = {}
+    xs = lr_points(est, lo, hi)
+    t = time.perf_counter()
+    for _ in range(MAX_EXTEND + 1):
+        for x in xs:
+            for s in range(args.seeds):
+                if (x, s) not in points:
+                    points[(x, s)] = cached_point(args, run_dir, target, cfg, hp, corpus, x, s)
+        curve = {width: sorted((x, [points[(x, s)] for s in range(args.seeds)])
+                               for x in {x for x, _ in points})}
+        new = extend_each(curve, step=STEP, bounds={width: (est - MAX_SPAN - 2, est + MAX_SPAN + 2)})
+        if not new:
+            break
+        xs = new[width]
+    fit = fit_curve(points, args.seeds, est, width)
+    opt, (olo, ohi) = fit["optimum_log2"], fit["optimum_ci"]
+    return {"target": name, "shape": shape, "parametrization": parametrization,
+            "run": run_dir.name, "verdict": lr.get("source"),
+            "emitted_log2": est, "emitted_interval_log2": [lo, hi],
+            "model": lr.get("model"), "target_optimum_log2": opt, "target_optimum_ci": [olo, ohi],
+            "distance_log2": est - opt, "loss_gap_at_emitted": fit["gap_at_emitted"],
+            "covered": bool(lo <= opt <= hi), "bracketed": fit["bracketed"],
+            "curvature_snr": fit["curvature_snr"], "curve": fit["curve"],
+            "seconds": time.perf_counter() - t}
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| target | shape | emission | emitted log2 lr [90 %] | target optimum [90 %] | "
+             "distance (oct.) | loss gap at emitted | covered |", "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        lo, hi = r["emitted_interval_log2"]
+        olo, ohi = r["target_optimum_ci"]
+        lines.append(f"| {r['target']} | {r['shape']['d_model']}×{r['shape']['n_layers']} | "
+                     f"{r['parametrization']} ({r['model']}) | {r['emitted_log2']:.2f} "
+                     f"[{lo:.2f}, {hi:.2f}] | {r['target_optimum_log2']:.2f} [{olo:.2f}, {ohi:.2f}]"
+                     f"{'' if r['bracketed'] else ' (edge)'} | {r['distance_log2']:+.2f} | "
+                     f"{r['loss_gap_at_emitted']:.2%} | {'yes' if r['covered'] else 'no'} |")
     return "\n".join(lines)
-
-
-def plot(results: dict, args, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    for param, r in results.items():
-        ax.plot(r["offsets"], r["summary"]["mean_losses"], "o-", label=param)
-        ax.axvline(r["summary"]["distance_log2"], ls=":", color=ax.lines[-1].get_color())
-    ax.axvline(0, color="k", lw=0.8)
-    ax.set(xlabel="log2(lr / emitted lr)", ylabel="held-out loss (seed mean)",
-           title=f"target {args.size['d_model']} wide, {args.size['n_layers']} layers (Granite)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
 
 
 def main(argv=None) -> int:
@@ -257,45 +259,12 @@ def main(argv=None) -> int:
     if hf.transformers_or_none() is None:
         print(f"target_check needs transformers: {hf.INSTALL_HINT}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     corpus = load_corpus("stdlib")
-    results = {}
-    for param in args.parametrizations:
-        run_dir = tune(args, param)
-        saved = out / f"results_{param}.json"  # one per parametrization: a rerun resumes
-        done = {}  # offset -> per-seed losses already trained for this run, size and seeds
-        if saved.exists():
-            prev = json.loads(saved.read_text())
-            if (prev["run_dir"], prev["seeds"], prev["size"]) == (str(run_dir), args.seeds,
-                                                                  args.size):
-                done = dict(zip(prev["offsets"], prev["losses"]))
-        offsets = sorted(set(args.offsets) | set(done))  # a rerun may add offsets, never drops
-        todo = [o for o in offsets if o not in done]
-        if todo:
-            print(f"[{param}] training offsets {todo} (reusing {sorted(done)})", flush=True)
-        target = transferred(apply.load_target(run_dir))
-        r = recipe(run_dir, args)
-        t = time.perf_counter()
-        for o in todo:
-            done[o] = [train_target(run_dir, target, r, corpus, offset=o, seed=s, args=args)
-                       for s in range(args.seeds)]
-        losses = np.array([done[o] for o in offsets])
-        hidden_lr = next(g["lr"] for g in target["param_groups"]
-                         if g["name"] in ("hidden", "hidden_attn"))
-        results[param] = {"run_dir": str(run_dir), "recipe": {**r, "betas": list(r["betas"])},
-                          "hidden_lr": hidden_lr, "offsets": offsets, "losses": losses.tolist(),
-                          "validated": target["provenance"]["validated"],
-                          "summary": summarise(offsets, losses, args.bootstrap),
-                          "seconds": time.perf_counter() - t}
-        saved.write_text(json.dumps({**results[param], "seeds": args.seeds, "size": args.size},
-                                    indent=2))
-        print(f"[{param}] target trained at {len(todo)} new lrs × {args.seeds} seeds in "
-              f"{results[param]['seconds']:.0f} s", flush=True)
-    (out / "summary.json").write_text(json.dumps({"size": args.size, "results": results},
-                                                 indent=2))
-    plot(results, args, out / "target_check.png")
-    print(("SMOKE (plumbing only, not evidence)\n" if args.smoke else "") + table(results, args))
+    results = [check(args, name, p, corpus) for p in args.parametrizations
+               for name in args.targets]
+    (args.out / "summary.json").write_text(json.dumps(results, indent=2))
+    print(("SMOKE (plumbing only, not evidence)\n" if args.smoke else "") + table(results))
     return 0
 
 

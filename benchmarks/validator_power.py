@@ -1,17 +1,19 @@
-"""How often the verdict is right: pass / reject / inconclusive rates on curves with known truth.
+"""How often the verdict is right: pass / reject / inconclusive rates on curves with known truth,
+and how often the emitted interval at the target width covers the true optimum there.
 
-Synthetic learning-rate curves at the two validation widths, drawn the way the real grid is
+Synthetic learning-rate curves at every grid width, drawn the way the real grid is
 measured: the validation budget's points, step, seeds and grid extension; an asymmetric
 parabola in log2 lr (steeper above the optimum, as real curves are); a level offset per seed
 shared by every point (the same seeds train every point); independent noise per (point, seed);
 and a grid centred on a noisy stage pick. The noise, curvature and asymmetry default to what a
 real run measured: pass its `validation.json` with `--from` to take them from another run.
 
-Truths (the narrow optimum v0, the wide one v1 = v0 + drift):
-  mup        optimum fixed                              → should pass
-  sp         −0.6 octave per doubling of width          → should not pass
-  flat       the lr has no effect                        → should not pass
-  drifting   shallow curve, optimum moves −1 octave      → should not pass
+Truths (`vertex_law`: the optimum against width):
+  mup          optimum fixed                                 → should pass
+  converging   +0.5 octave from w0 to 4·w0, converging       → may pass; its interval must cover
+  sp           −0.6 octave per doubling of width             → should not pass
+  flat         the lr has no effect                          → should not pass
+  drifting     shallow curve, −0.5 octave per doubling       → should not pass
 
 Goal (issue 13): false pass ≤ 5 % for sp, flat and drifting; true pass ≥ 90 % for mup. The
 "point rule" column is the verdict before issue 13 (pass when the point estimates of drift and
@@ -75,25 +77,40 @@ def loss(x: np.ndarray, v: float, a: float, asym: float) -> np.ndarray:
     return np.where(d > 0, asym * a, a) * d * d
 
 
+TRUTHS = ("mup", "converging", "sp", "flat", "drifting")
+
+
+def vertex_law(truth: str, v0: float, w0: int):
+    """The true optimum against width for each truth: fixed (μP); converging, 0.5 octave from
+    w0 to 4·w0 and 0.35 more to the limit (μP with a finite-width correction); −0.6 octave per
+    doubling (SP); none (flat); −0.5 per doubling on a shallow curve (drifting)."""
+    if truth == "converging":
+        return lambda w: v0 + 1.0 * (1 - (w / w0) ** -0.5)
+    slope = {"sp": -0.6, "drifting": -0.5}.get(truth, 0.0)
+    return lambda w: v0 + slope * math.log2(w / w0)
+
+
 def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
          rng: np.random.Generator) -> tuple:
-    """One validation as the pipeline runs it: the narrow grid around the pick; the wide grid
-    (`points_wide` points) around the pick, or — `focus` — around the narrow curve's lowest
-    point once the narrow grid is trained; extended at an edge until bracketed — both widths
-    together, or (`extend_each`, the pipeline's; always with `focus`) only the width whose
-    minimum is at the edge. Returns (outcome, old rule's pass, drift, points trained at the
-    narrow width, at the wide width)."""
-    w0, w1 = design["widths"]
-    drift = {"mup": 0.0, "sp": -0.6 * math.log2(w1 / w0), "flat": 0.0, "drifting": -1.0}[truth]
+    """One validation as the pipeline runs it, at every grid width: the narrow grid around the
+    pick; the wider grids (`points_wide` points) around the pick, or — `focus` — around the
+    narrow curve's lowest point once the narrow grid is trained; extended at an edge until
+    bracketed — every width together, or (`extend_each`, the pipeline's; always with `focus`)
+    only the width whose minimum is at the edge. Returns (outcome, old rule's pass, drift,
+    points trained at the narrow width, at the wider ones, the emitted optimum at the target,
+    its interval, the true optimum there)."""
+    widths = list(design["widths"])
+    w0, wide = widths[0], widths[1:]
+    law = vertex_law(truth, v0, w0)
     a = {"flat": 0.0, "drifting": noise.curvature / 4}.get(truth, noise.curvature)
-    vertex = {w0: v0, w1: v0 + drift}
-    levels = {w0: 2.6, w1: 2.45}
-    offsets = {w: rng.normal(0, noise.seed_offset_std, design["seeds"]) for w in (w0, w1)}
+    vertex = {w: law(w) for w in widths}
+    levels = {w: 2.6 - 0.075 * i for i, w in enumerate(widths)}
+    offsets = {w: rng.normal(0, noise.seed_offset_std, design["seeds"]) for w in widths}
     centre = round(v0 + rng.normal(0, noise.pick_std), 6)
     step, focus = design["step"], design.get("focus", False)
     each = focus or design.get("extend_each", False)
     points_wide = design.get("points_wide") or design["points"]
-    curves = {w0: [], w1: []}
+    curves = {w: [] for w in widths}
 
     def add(w, points):
         base = loss(np.asarray(points), vertex[w], a, noise.asymmetry) + levels[w]
@@ -106,7 +123,7 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
                                             max_extend=design["max_extend"]))
 
     def extend(ws, lims):
-        if not each:  # every width gets every point either one needs
+        if not each:  # every width gets every point any one needs
             while new := extend_points({w: curves[w] for w in ws}, step=step, lo=lims[w0][0],
                                        hi=lims[w0][1]):
                 for w in ws:
@@ -123,36 +140,49 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
         xs, ys = mean_curve(curves[w0])
         fin = np.flatnonzero(np.isfinite(ys))
         c1 = float(xs[fin[np.argmin(ys[fin])]]) if fin.size else centre
-        lims[w1] = bounds(c1, points_wide)
-        add(w1, grid(c1, points_wide, step))
-        extend([w1], lims)
+        for w in wide:
+            lims[w] = bounds(c1, points_wide)
+            add(w, grid(c1, points_wide, step))
+        extend(wide, lims)
     else:
-        lims[w1] = bounds(centre, points_wide)
+        for w in wide:
+            lims[w] = bounds(centre, points_wide)
         add(w0, grid(centre, design["points"], step))
-        add(w1, grid(centre, points_wide, step))
-        extend([w0, w1], lims)
+        for w in wide:
+            add(w, grid(centre, points_wide, step))
+        extend(widths, lims)
     v = judge(curves, None, centre, limits, COORD_OK)
     # The rule before issue 13: point estimates inside the limits, every optimum bracketed.
     old = (math.isfinite(v.drift_log2) and abs(v.drift_log2) <= limits.tolerance_log2
            and v.loss_gap <= limits.max_gap and all(v.bracketed.values()))
-    return v.outcome, old, v.drift_log2, len(curves[w0]), len(curves[w1])
+    t = v.trajectory or {}
+    target = limits.target_width
+    return (v.outcome, old, v.drift_log2, len(curves[w0]), sum(len(curves[w]) for w in wide),
+            t.get("estimate", math.nan), t.get("interval", [math.nan, math.nan]),
+            law(target) if target else math.nan)
 
 
-def design_of(budget: str) -> tuple[dict, Limits]:
+def design_of(budget: str, model: str = "3b", parametrization: str = "mup"
+              ) -> tuple[dict, Limits]:
+    """The budget's grid (every width, points, step, seeds, extension) and the verdict's
+    limits, with the target width of `model` the trajectory is extrapolated to."""
     from transfer.plan.compose import compose
-    from transfer.plan.config import validation_width
+    from transfer.plan.config import grid_widths
 
-    cfg = compose([f"budget={budget}"])
+    cfg = compose([f"budget={budget}", f"model={model}"])
     v, p = cfg.validation, cfg.proxy
-    design = {"widths": (p.width, validation_width(p)), "points": v.points,
+    design = {"widths": tuple(grid_widths(p)), "points": v.points,
               "extend_each": True,  # the pipeline's extension: only the width that needs it
               "step": v.step_log2, "seeds": v.seeds, "max_extend": v.max_extend}
-    return design, limits_from(v)
+    return design, limits_from(v, target_width=int(cfg.model.d_model),
+                               parametrization=parametrization)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budget", default="default")
+    ap.add_argument("--model", default="3b", help="the target whose width the trajectory reaches")
+    ap.add_argument("--truths", nargs="+", default=list(TRUTHS), choices=TRUTHS)
     ap.add_argument("--draws", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--from", dest="source", type=Path, default=None,
@@ -170,7 +200,7 @@ def main() -> None:
                          "(the default: a default-budget run's probes on 2 CPU cores, 47.2 s at "
                          "width 256 / 8.5 s at width 64, cost.json prediction.trial_seconds)")
     args = ap.parse_args()
-    design, limits = design_of(args.budget)
+    design, limits = design_of(args.budget, args.model)
     if args.seeds:
         design["seeds"] = args.seeds
     if args.points:
@@ -189,18 +219,24 @@ def main() -> None:
     print(f"budget={args.budget}: widths {design['widths']}, {design['points']} points × "
           f"{design['step']} octave, {design['seeds']} seeds, ≤ "
           f"{design['max_extend']} extension steps per side; {noise}; {args.draws} draws each")
+    print(f"target width {limits.target_width} ({limits.trajectory_model} model)")
     print("| design | truth | pass | reject | inconclusive | point rule passes | drift sd "
-          "(octaves) | points narrow / wide | cost (narrow trials) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "(octaves) | interval covers the target's optimum | rms error at the target "
+          "(octaves) | points narrow / wider | cost (narrow trials) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, d in designs.items():
         rng = np.random.default_rng(args.seed)
-        for truth in ("mup", "sp", "flat", "drifting"):
-            outcomes, old, drifts, n0, n1 = Counter(), 0, [], 0, 0
+        for truth in args.truths:
+            outcomes, old, drifts, n0, n1, cover, err = Counter(), 0, [], 0, 0, 0, []
             for _ in range(args.draws):
-                outcome, old_pass, dr, k0, k1 = draw(truth, -7.0, noise, d, limits, rng)
+                outcome, old_pass, dr, k0, k1, est, (lo, hi), true = draw(
+                    truth, -7.0, noise, d, limits, rng)
                 outcomes[outcome] += 1
                 old += old_pass
                 n0, n1 = n0 + k0, n1 + k1
+                cover += lo <= true <= hi
+                if math.isfinite(est):
+                    err.append(est - true)
                 if math.isfinite(dr):
                     drifts.append(dr)
             n = args.draws
@@ -208,7 +244,8 @@ def main() -> None:
             print(f"| {name} | {truth} | {outcomes['passed'] / n:.1%} | "
                   f"{outcomes['rejected'] / n:.1%} | {outcomes['inconclusive'] / n:.1%} | "
                   f"{old / n:.1%} | {np.std(drifts) if drifts else math.nan:.2f} | "
-                  f"{n0 / n:.1f} / {n1 / n:.1f} | {cost:.0f} |")
+                  f"{cover / n:.1%} | {np.sqrt(np.mean(np.square(err))) if err else math.nan:.2f} "
+                  f"| {n0 / n:.1f} / {n1 / n:.1f} | {cost:.0f} |")
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ class CustomFamily:
     delta_width: int | None = None  # None: 2 × base_width; only tells which dimensions grow
     target: str = "build"  # the dotted path, for messages and records
     fixed: dict = field(default_factory=dict)  # model hyperparameters a stage may not change
-    depth_alpha: float = 1.0  # residual_mult = (base_depth / n_layers)^α (the depth hook)
+    depth_alpha: float = rules.DEPTH_ALPHA  # residual_mult = (base_depth / n_layers)^α (the depth hook)
     base_depth: int | None = None  # None: = n_layers
     n_layers: int | None = None  # None: the builder's own depth (no `n_layers` keyword passed)
     _cache: dict = field(default_factory=dict, repr=False)

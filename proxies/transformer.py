@@ -201,10 +201,10 @@ class TransformerFamily:
     # The target's: the sweep passes its model.rope_theta / model.norm_eps. Its rope_scaling
     # (Llama 3's) is not applied: it rescales wavelengths beyond 8192 tokens, ≫ proxy context.
     rope_theta: float = 10000.0
-    norm_eps: float = 1e-6
+    norm_eps: float = rules.NORM_EPS
     # Depth: branches × (base_depth / n_layers)^α. α = 1 is CompleteP (Dey et al. 2025), the one
     # whose lr optimum holds across depth in their Fig. 1; 0 is width-only μP (no depth rule).
-    depth_alpha: float = 1.0
+    depth_alpha: float = rules.DEPTH_ALPHA
     base_depth: int | None = None  # None: = n_layers, so the stages tune at m_L = 1
 
     def __post_init__(self):

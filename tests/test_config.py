@@ -150,12 +150,13 @@ def test_proxy_gpu_with_thorough_budget():
     plan_proxies(cfg)
 
 
-@pytest.mark.xfail(strict=True, reason="budget comes last in conf/config.yaml and sets "
-                   "proxy.size and proxy.width, so `proxy=gpu` alone is overridden by "
-                   "budget=default (size cpu, width 64)")
-def test_proxy_gpu_option_alone():
-    cfg = compose_cfg(["proxy=gpu"])
-    assert (cfg.proxy.size, cfg.proxy.width) == ("gpu", 256)
+def test_proxy_gpu_option_alone_gives_gpu_proxies_whatever_the_budget():
+    """A proxy option comes after the budget: its size and widths win."""
+    for budget in ("default", "smoke"):
+        cfg = compose_cfg(["proxy=gpu", f"budget={budget}"])
+        assert (cfg.proxy.size, cfg.proxy.width, cfg.proxy.validation_width) == ("gpu", 256, 1024)
+    plain = compose_cfg(["budget=smoke"])  # no proxy option: the budget's proxies
+    assert (plain.proxy.size, plain.proxy.width, plain.proxy.validation_width) == ("tiny", 32, 64)
 
 
 def test_unknown_group_option_lists_choices():
@@ -206,7 +207,43 @@ BAD = [
     pytest.param(["workers=many"], "workers", "workers=auto", id="workers-word"),
     pytest.param(["storage.kind=sqlite"], "storage.kind", "storage=journal", id="unknown-storage"),
     pytest.param(["validation.points=2"], "validation.points", ">= 3", id="validation-points"),
+    pytest.param(["proxy.grid_widths=[16,48]"], "proxy.grid_widths", "between the two",
+                 id="grid-width-outside"),
+    pytest.param(["train.weight_decay_rule=cosine"], "train.weight_decay_rule", "timescale",
+                 id="unknown-weight-decay-rule"),
+    pytest.param(["reuse=always"], "reuse", "auto, force or off", id="unknown-reuse"),
 ]
+
+
+def test_grid_widths_double_from_width_to_validation_width():
+    from transfer.plan.config import grid_widths
+
+    assert grid_widths({"width": 64, "validation_width": 256}) == [64, 128, 256]
+    assert grid_widths({"width": 64, "validation_width": None}) == [64, 128, 256]
+    assert grid_widths({"width": 64, "validation_width": 128}) == [64, 128]
+    assert grid_widths({"width": 64, "validation_width": 256, "grid_widths": [96]}) == [64, 96, 256]
+
+
+def test_proxies_train_under_the_targets_weight_decay_timescale():
+    """λ·η = 1/(τ·steps) whatever the lr: the AdamW timescale is the same fraction of every
+    trial, as target.yaml's λ keeps it for the target; too short a trial is refused."""
+    from transfer.outputs import scaling
+    from transfer.plan.errors import UserError
+    from transfer.search.training import proxy_weight_decay, train_spec
+
+    cfg = compose_cfg(["model=tiny"])
+    r = cfg.scaling.tau_recipe
+    tau = scaling.adamw_timescale(r["batch_tokens"], r["lr"], r["weight_decay"], r["tokens"])
+    for lr in (1e-3, 1e-2):
+        assert lr * proxy_weight_decay(cfg, lr=lr, steps=150) == pytest.approx(1 / (tau * 150))
+    with pytest.raises(UserError, match="train.weight_decay_rule=fixed"):
+        proxy_weight_decay(cfg, lr=1e-3, steps=10)
+    hp = {"lr": 0.01, "batch_size": 16, "warmup_fraction": 0.05}
+    spec = train_spec(cfg, hp, width=64, seed=0, seq_len=128)
+    assert spec.weight_decay == pytest.approx(proxy_weight_decay(cfg, lr=0.01, steps=spec.steps(128)))
+    assert (spec.schedule, spec.min_lr_fraction) == (cfg.scaling.schedule, cfg.scaling.min_lr_fraction)
+    fixed = compose_cfg(["model=tiny", "train.weight_decay_rule=fixed", "train.weight_decay=0.1"])
+    assert train_spec(fixed, hp, width=64, seed=0, seq_len=128).weight_decay == 0.1
 
 
 @pytest.mark.parametrize(("overrides", "field", "fix"), BAD)

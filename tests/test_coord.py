@@ -11,6 +11,7 @@ from mup import MuReadout, set_base_shapes
 from torch import nn
 
 from proxies import TransformerFamily
+from transfer.outputs.plots import plot_coord
 from transfer.plan.data import stdlib_corpus
 from transfer.verdict.coord import (
     FINAL_RESIDUAL,
@@ -18,7 +19,6 @@ from transfer.verdict.coord import (
     coord_check,
     depth_coord_check,
     module_kind,
-    plot_coord,
 )
 
 WIDTHS = [32, 64, 128, 256]

@@ -4,6 +4,8 @@ and against what GraniteForCausalLM actually does with them."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -191,3 +193,12 @@ def test_granite_multiplies_both_branches_by_the_residual_multiplier(transformer
         model(torch.randint(0, 256, (2, 8), generator=torch.Generator().manual_seed(0)))
     assert seen["attn"].abs().sum() > 0 and seen["mlp"].abs().sum() > 0
     torch.testing.assert_close(seen["out"], seen["x"] + 0.25 * seen["attn"] + 0.25 * seen["mlp"])
+
+
+def test_a_users_own_transformers_import_works_in_this_venv():
+    """The README's install leaves no torchvision built for another torch (mup declares it but
+    never imports it): a user's trainer script can `import transformers` itself."""
+    pytest.importorskip("transformers")
+    done = subprocess.run([sys.executable, "-c", "from transformers import GraniteForCausalLM"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr.strip().splitlines()[-1:]

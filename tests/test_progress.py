@@ -59,3 +59,47 @@ def test_lines_print_the_eta():
     p.stage_start("lr", 0, 2, remaining_seconds=120.0)
     p.update(1, 2.5, {"lr": 0.01}, remaining_seconds=61.0)
     assert out.getvalue().splitlines()[-1] == "stage lr: 1/2 trials, best 2.5000 (lr=0.01), eta 1m01s"
+
+
+class _Trial:
+    def __init__(self, state, width, seconds=None, predicted=None):
+        from optuna.trial import TrialState
+
+        self.state = getattr(TrialState, state)
+        self.params = {"width": width}
+        self.system_attrs = {"fixed_params": {"width": width}}
+        self.user_attrs = {"seconds": seconds, "predicted_seconds": predicted}
+
+
+class _Study:
+    def __init__(self, trials):
+        self.trials = trials
+
+    def get_trials(self, deepcopy=False):
+        return self.trials
+
+
+def test_a_grids_remaining_time_follows_what_each_width_measured():
+    """One noisy probe (width 256 priced at 2× what it takes) no longer decides the ETA once a
+    trial of that width has run; before one has, the study's overall ratio stands in."""
+    from transfer.search.probe import queued_seconds
+
+    predict = {64: 10.0, 256: 100.0}
+    width = lambda p: p["width"]  # noqa: E731
+    trials = [_Trial("COMPLETE", 64, 12.0, 10.0), _Trial("WAITING", 64), _Trial("WAITING", 256)]
+    left = queued_seconds(_Study(trials), lambda p: predict[p["width"]], key=width)
+    assert left == 1.2 * 10 + 1.2 * 100  # 256 not measured yet: the overall ratio
+    trials.append(_Trial("COMPLETE", 256, 50.0, 100.0))
+    left = queued_seconds(_Study(trials), lambda p: predict[p["width"]], key=width)
+    assert left == 1.2 * 10 + 0.5 * 100
+    assert queued_seconds(_Study(trials), lambda p: predict[p["width"]]) == 110  # no key: raw
+
+
+def test_a_calibrated_remaining_time_is_not_scaled_twice():
+    p = Progress("off", workers=2)
+    p.stage_start("validation", 0, 4, 100.0, calibrated=True)
+    p.trial_done(10.0, 20.0)  # this process ran 2× its prediction
+    assert p.eta(1) == 50.0  # already scaled by the caller: only shared by the workers
+    p.stage_start("lr", 0, 4, 100.0)
+    p.trial_done(10.0, 20.0)
+    assert p.eta(1) == 100.0  # a stage's remaining time takes this process's ratio

@@ -133,3 +133,28 @@ def test_archived_config_is_data_not_code(archived):
     # same fingerprint as the archived run → reuse reads that run; nothing in it may execute
     assert sweep(_cfg(root, "name=again")) in (3, 4)
     assert not marker.exists()
+
+
+def test_a_code_change_is_never_reused_silently(archived, trainings, monkeypatch, capsys):
+    """Same config, other trainer code: a new run (its own fingerprint) that says in one line
+    why it did not copy the archived trials; reuse=force copies them and records it."""
+    root, _, _, _ = archived
+    from transfer.archive import code_hashes
+    from transfer.plan import planner
+
+    edited = dict(code_hashes(), trainer="0" * 16)
+    monkeypatch.setattr(planner, "code_hashes", lambda: edited)
+    sweep(_cfg(root, "progress=lines", "stages.stage.lr.trials=1",
+               "stages.stage.batch_size.trials=1", "validation.enabled=false"))
+    out = capsys.readouterr().out
+    assert "not reusing archived run 'a'" in out and "trainer code changed" in out
+    assert "reuse=force" in out and trainings  # trained afresh
+    new = [n for n in Archive(root).names() if n != "a" and n.startswith("tiny-")]
+    assert len(new) == 1
+    trainings.clear()
+    forced = sweep(_cfg(root, "reuse=force", "name=forced", "progress=lines"))
+    out = capsys.readouterr().out
+    assert forced in (3, 4) and "reuse=force" in out
+    row = json.loads((root / "forced" / "run.json").read_text())
+    assert row["reused_from"]["run"] in ("a", new[0]) and row["reused_from"]["forced"]
+    assert row["reused_from"]["changed"] == ["trainer"]

@@ -11,13 +11,12 @@ from omegaconf import OmegaConf, read_write
 
 from transfer.cli import run
 from transfer.cli.sweep import sweep
-from transfer.outputs import finalize
 from transfer.plan.config import Config, ParamConf, StageConf, to_config
 from transfer.plan.errors import UserError
 from transfer.plan.planner import make_context, plan_sweep
 from transfer.search import default_hparams
 from transfer.search.storage import make_storage
-from transfer.verdict import depth, horizon
+from transfer.verdict import checks, depth, horizon
 
 GRIDS = [*TINY, "validation.depth_enabled=true", "validation.horizon_enabled=true"]
 
@@ -26,7 +25,7 @@ GRIDS = [*TINY, "validation.depth_enabled=true", "validation.horizon_enabled=tru
 def trained(monkeypatch) -> list[str]:
     """The grids started (no training: each grid runner only records its name)."""
     calls: list[str] = []
-    monkeypatch.setattr(finalize, "run_grid", lambda ctx, hp: calls.append("width") or "study")
+    monkeypatch.setattr(checks, "run_grid", lambda ctx, hp: calls.append("width") or "study")
     monkeypatch.setattr(depth, "run_depth_grid", lambda ctx, hp, s: calls.append("depth"))
     monkeypatch.setattr(horizon, "run_horizon_grid", lambda ctx, hp, s: calls.append("horizon"))
     monkeypatch.setattr(run, "run_stages", lambda ctx: default_hparams(ctx.cfg))
@@ -41,9 +40,9 @@ def test_a_worker_runs_every_grid_the_finalizer_runs(tmp_path, trained, monkeypa
     run._worker_job(OmegaConf.to_container(cfg, resolve=True), 1)
     worker = list(trained)
     trained.clear()
-    monkeypatch.setattr(finalize, "_claim", lambda ctx, study: False)  # stop after the grids
+    monkeypatch.setattr(checks, "_claim", lambda ctx, study: False)  # stop after the grids
     ctx = make_context(plan, make_storage(cfg.storage, run_dir=run_dir))
-    assert finalize.validate_transfer(ctx, default_hparams(cfg), coord_plotted=False) is None
+    assert checks.validate_transfer(ctx, default_hparams(cfg), coord_plotted=False) is None
     assert worker == trained == ["width", "depth", "horizon"]
 
 

@@ -1,5 +1,6 @@
 """The sweep archive: run folders + index, fingerprints for reuse, read strictly as data."""
 
+from transfer.archive.code import CODE_PARTS, changed_parts, code_hashes
 from transfer.archive.files import ArchiveError, atomic_write_bytes
 from transfer.archive.fingerprint import (
     canonical_json,
@@ -19,6 +20,9 @@ __all__ = [
     "ArchiveError",
     "atomic_write_bytes",
     "canonical_json",
+    "CODE_PARTS",
+    "changed_parts",
+    "code_hashes",
     "code_version",
     "fingerprint",
     "fingerprint_payload",

@@ -23,6 +23,9 @@ WHOLE_SECTIONS = ("proxy", "train", "pruner", "validation", "derived")
 # Data fields that matter; paths are replaced by the content hash (the same tokens at another
 # path are the same data). vocab_size sizes the proxy's embedding, so it matters too.
 DATA_FIELDS = ("kind", "val_fraction", "vocab_size", "dtype")
+# The target's recipe that the proxies train under (transfer.search.training.train_spec); the
+# rest of `scaling` only changes what is emitted.
+SCALING_FIELDS = ("schedule", "min_lr_fraction", "betas", "eps", "grad_clip", "tau_recipe")
 # Top-level keys deliberately left out: they affect emission, storage or bookkeeping only.
 EXCLUDED = ("model", "hardware", "cost", "storage", "name", "archive_dir", "workers", "progress",
             "reuse", "device", "budget")
@@ -74,6 +77,10 @@ def fingerprint_payload(cfg: Mapping, *, data_hash: str, versions: Mapping) -> d
     data = cfg.get("data") or {}
     payload["data"] = {k: _plain(data.get(k)) for k in DATA_FIELDS}
     payload["data_hash"] = str(data_hash)
+    scaling = cfg.get("scaling") or {}
+    payload["scaling"] = {k: _plain(scaling.get(k)) for k in SCALING_FIELDS}
+    if cfg.get("code"):  # transfer.archive.code: the source that decides a trial's result
+        payload["code"] = _plain(cfg["code"])
     payload["versions"] = {k: str(versions[k]) for k in (*VERSIONED, "python")}
     return payload
 

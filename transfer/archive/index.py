@@ -17,10 +17,12 @@ from transfer.archive.files import ArchiveError, json_default, short
 
 INDEX_COLUMNS = ("name", "created", "status", "model", "fingerprint", "parametrization",
                  "proxy_widths", "winners", "validated", "drift_log2", "saved_gpu_hours",
-                 "code_version")
+                 "code_version", "config_fingerprint", "code", "reused_from")
 STATUSES = ("running", "finished", "rejected", "inconclusive", "failed")
 FLOAT_COLUMNS = ("drift_log2", "saved_gpu_hours")
-JSON_COLUMNS = ("proxy_widths", "winners")  # lists/dicts, stored in the CSV as JSON strings
+JSON_COLUMNS = ("proxy_widths", "winners", "code", "reused_from")
+# Columns added after archives existed: an index without them reads as empty cells
+LATER_COLUMNS = ("config_fingerprint", "code", "reused_from")  # lists/dicts, stored in the CSV as JSON strings
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")
 
 
@@ -37,6 +39,9 @@ def parse_index(path: Path) -> pd.DataFrame:
         df = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise ArchiveError(f"{path}: unreadable index ({short(e)}); {fix}") from None
+    for c in LATER_COLUMNS:
+        if c not in df.columns:
+            df[c] = ""
     missing = [c for c in INDEX_COLUMNS if c not in df.columns]
     if missing:
         raise ArchiveError(f"{path}: index lacks columns {', '.join(missing)}; {fix}")

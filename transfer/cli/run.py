@@ -2,7 +2,7 @@
 
 config → plan (transfer.plan.planner) → predicted cost against the cap (transfer.search.predict) → archived run
 reused (transfer.search.reuse) → stage studies (transfer.search) → grids, verdicts, emitted config and
-cost → run folder (transfer.outputs.finalize, transfer.outputs.write). Everything that can be wrong with the
+cost → run folder (transfer.verdict.checks, transfer.outputs.assemble). Everything that can be wrong with the
 input is checked before the archive is touched.
 """
 
@@ -17,7 +17,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from transfer.archive import code_version
-from transfer.outputs.finalize import finalize, run_grids, write_partial
+from transfer.outputs.assemble import finalize, write_partial
 from transfer.plan.errors import UserError
 from transfer.plan.planner import make_context, plan_sweep
 from transfer.search import (
@@ -31,6 +31,7 @@ from transfer.search import (
 from transfer.search.phases import process_age, timed
 from transfer.search.reuse import reuse_archived
 from transfer.search.storage import make_storage
+from transfer.verdict.checks import run_grids
 
 
 def _worker_job(cfg_container: dict, worker: int) -> None:
@@ -68,10 +69,11 @@ def run_sweep(cfg: DictConfig) -> int:
     run_dir = plan.archive.create_run(
         plan.name, fingerprint=plan.fingerprint, model=cfg.model.name,
         parametrization=cfg.proxy.parametrization,
-        proxy_widths=[plan.proxies.width, plan.proxies.validation_width],
-        code_version=code_version())
+        proxy_widths=plan.proxies.widths(), code_version=code_version(),
+        config_fingerprint=plan.config_fingerprint, code=plan.code)
     if storage is None:
-        reused = reuse_archived(plan, run_dir) if cfg.reuse == "auto" else None
+        reused = reuse_archived(plan, run_dir, force=cfg.reuse == "force") if cfg.reuse in (
+            "auto", "force") else None
         storage = make_storage(plan.config.storage, run_dir=run_dir)
     else:
         reused = None

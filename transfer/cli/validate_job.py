@@ -3,8 +3,8 @@ the Python entry point `validate_model(build)`, re-exported by `transfer.cli.val
 
 plan (transfer.plan.planner.plan_custom: input checks, audit — shapes only, exit 2 with every finding
 — and output probe) → an lr stage at proxy.width (the sweep's, started at train.lr) → the
-sweep's validator (transfer.outputs.finalize.validate_transfer: lr grid at two widths, coordinate
-check, verdict, plots) → run folder (transfer.outputs.write). Exit 0 passes, 3 rejects, 4 cannot
+sweep's validator (transfer.verdict.checks.validate_transfer: lr grid at two widths, coordinate
+check, verdict; figures by transfer.outputs.plots) → run folder (transfer.outputs.write). Exit 0 passes, 3 rejects, 4 cannot
 tell (inconclusive), 2 is bad input.
 """
 
@@ -16,7 +16,8 @@ import optuna
 from omegaconf import DictConfig
 
 from transfer.archive import code_version
-from transfer.outputs.finalize import mark_finalized, trials_frame, validate_transfer
+from transfer.outputs.assemble import trials_frame
+from transfer.outputs.plots import run_plots
 from transfer.outputs.report import render_custom_report
 from transfer.outputs.summary import verdict_lines
 from transfer.outputs.write import COORD_PLOT, RunFiles, report_plots, write_run
@@ -27,6 +28,7 @@ from transfer.plan.planner import Plan, make_context, plain_config, plan_custom
 from transfer.search import default_hparams, open_study, run_stages, seed_incumbent, stage_space
 from transfer.search.storage import make_storage
 from transfer.verdict import depth
+from transfer.verdict.checks import mark_finalized, validate_transfer
 from transfer.verdict.judge import Verdict
 
 
@@ -50,12 +52,14 @@ def validate(cfg: DictConfig, *, build: Callable | None = None) -> int:
     if checks is None:
         raise UserError(f"another live process is validating run {plan.name!r}; wait for it, or "
                         "pass name=<another run name>")
-    verdict, depth_verdict = checks.verdict, None
+    verdict = checks.verdict
     if depth.enabled(ctx.cfg):
-        depth_verdict, plots = depth.validate_depth(ctx, hp, checks.study)
-        checks.plots.update(plots)
-    write_run(plan.archive, plan.name, _files(plan, hp, verdict, depth_verdict, checks.plots,
-                                              trials_frame(ctx)))
+        checks.depth, res = depth.validate_depth(ctx, hp, checks.study)
+        if res is not None:
+            checks.coord["depth"] = res
+    depth_verdict = checks.depth
+    write_run(plan.archive, plan.name, _files(plan, hp, verdict, depth_verdict,
+                                              run_plots(checks), trials_frame(ctx)))
     mark_finalized(checks.study)
     ctx.progress.line(f"\n== {plan.name}  ({run_dir})")
     for line in verdict_lines(verdict) + (depth.lines(depth_verdict) if depth_verdict else []):

@@ -48,7 +48,7 @@ def _depth(m: dict, proxy: dict) -> tuple[int, float, float]:
     """(base depth, α, m_L at the target). A proxy block without `depth_alpha` predates the depth
     rules: α 0 (width-only μP), as it was trained."""
     base = int(proxy.get("base_depth") or proxy.get("n_layers") or m["n_layers"])
-    alpha = float(proxy.get("depth_alpha", 0.0))
+    alpha = float(proxy.get("depth_alpha", rules.NO_DEPTH_ALPHA))
     return base, alpha, rules.depth_mult(int(m["n_layers"]), base)
 
 
@@ -107,12 +107,12 @@ def param_groups(m: dict, mup: dict, w: dict, train: dict | None = None,
     """
     t = train or {"lr": w["lr"], "weight_decay": w["weight_decay"],
                   "eps": w.get("eps", DEFAULT_EPS)}
-    proxy = dict(proxy or {}, depth_alpha=mup.get("depth_alpha", 0.0),
+    proxy = dict(proxy or {}, depth_alpha=mup.get("depth_alpha", rules.NO_DEPTH_ALPHA),
                  base_depth=mup.get("base_depth"))
     classes = target_classes(m, mup["base_width"], proxy)
     tied = bool(m.get("tied_embeddings", False))
     v = params.BaseValues(lr=t["lr"], init_std=w["init_std"], weight_decay=t["weight_decay"],
-                          eps=t["eps"], depth_alpha=mup.get("depth_alpha", 0.0),
+                          eps=t["eps"], depth_alpha=mup.get("depth_alpha", rules.NO_DEPTH_ALPHA),
                           parametrization=mup["parametrization"],
                           readout_zero_init=mup["readout_zero_init"], zero_init_query=False)
     v0 = dataclasses.replace(v, lr=w["lr"])
@@ -176,7 +176,7 @@ def _depth_reason(m: dict, proxy: dict, depth: Mapping | None) -> str:
              f"({m['n_layers']})")
     if not depth:
         return (f"{where}; the depth check did not run (validation.depth_enabled=false), so the "
-                f"depth rules (α = {float(proxy.get('depth_alpha', 0.0)):g}, mup.residual_mult) "
+                f"depth rules (α = {float(proxy.get('depth_alpha', rules.NO_DEPTH_ALPHA)):g}, mup.residual_mult) "
                 "are applied but not shown to hold")
     return (f"{where}; the depth check ({depth.get('depths')}) was {depth.get('outcome')}: "
             + "; ".join(depth.get("reasons") or []))

@@ -163,7 +163,7 @@ class BaseValues:
     init_std: float = 0.02
     weight_decay: float = 0.0
     eps: float = 1e-8
-    depth_alpha: float = 0.0  # 0: width-only μP
+    depth_alpha: float = rules.NO_DEPTH_ALPHA  # 0: width-only μP
     parametrization: str = "mup"
     readout_zero_init: bool = True
     zero_init_query: bool = True

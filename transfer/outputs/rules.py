@@ -17,6 +17,10 @@ from __future__ import annotations
 import math
 
 PARAMETRIZATIONS = ("mup", "sp")
+# Defaults that several layers need, each defined here once:
+DEPTH_ALPHA = 1.0  # CompleteP (Dey et al. 2025): the depth exponent the proxies are built with
+NO_DEPTH_ALPHA = 0.0  # what a proxy that records no depth rule had: width-only μP
+NORM_EPS = 1e-5  # RMSNorm/LayerNorm ε when the target names none (Llama 2 and 3.x's)
 
 
 def width_mult(width: int, base_width: int) -> float:

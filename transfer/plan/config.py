@@ -14,6 +14,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, MissingMandatoryValue, OmegaConf
 
+from transfer.outputs import rules
 from transfer.outputs import scaling as rules_
 from transfer.plan.errors import UserError
 from transfer.plan.hparams import TUNABLE  # the stage spaces are checked against it
@@ -41,7 +42,7 @@ class ModelConf:
     train_tokens: float = MISSING  # pretraining tokens D
     rope_theta: float = 10000.0  # rotary base; the proxies use the target's
     rope_scaling: dict[str, Any] | None = None  # as in the HF config.json (Llama 3.x: llama3)
-    norm_eps: float = 1e-5  # RMSNorm/LayerNorm ε; the proxies use the target's
+    norm_eps: float = rules.NORM_EPS  # RMSNorm/LayerNorm ε; the proxies use the target's
 
 
 @dataclass
@@ -73,7 +74,7 @@ class ProxyConf:
     # Depth (CompleteP, Dey et al. 2025): residual branches × (base_depth / n_layers)^α with the
     # matching lr and ε factors. 1.0: CompleteP, whose optimum holds across depth; 0.5:
     # Depth-μP; 0.0: width-only μP (the depth check is built to reject it).
-    depth_alpha: float = 1.0
+    depth_alpha: float = rules.DEPTH_ALPHA
     base_depth: int | None = None  # None: the stages' n_layers (m_L = 1 where they tune)
     seed: int = 0
 
@@ -263,7 +264,9 @@ class Config:
     # 256, benchmarks/workers.py), 1 on a GPU or a 1-core CPU
     workers: Any = "auto"
     worker: int = 0  # this launch's index when many launches share a study (SLURM array, -m)
-    reuse: str = "auto"  # auto | off
+    # auto: copy an archived run's trials when its fingerprint (config and code) is this one's;
+    # force: also when only the code differs (recorded in run.json: reused_from); off: never
+    reuse: str = "auto"
     device: str = "auto"
     progress: str = "auto"  # auto | bar | lines | off
 
@@ -315,6 +318,9 @@ def check_config(cfg: DictConfig | Config) -> None:
     if c.model.d_model % c.model.n_heads:
         _fail(f"model.d_model={c.model.d_model} is not divisible by model.n_heads={c.model.n_heads}")
     t = c.train
+    if t.weight_decay_rule not in ("timescale", "fixed"):
+        _fail(f"train.weight_decay_rule={t.weight_decay_rule!r}; use timescale (the target's "
+              "AdamW timescale) or fixed (train.weight_decay)")
     if t.tokens < 1:
         _fail(f"train.tokens must be >= 1, got {t.tokens}")
     if not 0 <= t.warmup_fraction < 1:
@@ -341,12 +347,12 @@ def check_config(cfg: DictConfig | Config) -> None:
     if c.workers != "auto" and (isinstance(c.workers, bool) or not isinstance(c.workers, int)
                                 or c.workers < 1):
         _fail(f"workers={c.workers!r}; use workers=auto or a whole number >= 1")
-    if c.reuse not in ("auto", "off"):
-        _fail(f"reuse={c.reuse!r}; use auto or off")
+    if c.reuse not in ("auto", "force", "off"):
+        _fail(f"reuse={c.reuse!r}; use auto, force or off")
     if c.storage.kind not in ("journal", "postgres"):
         _fail(f"storage.kind={c.storage.kind!r}; use storage=journal or storage=postgres")
     v = c.validation
-    if not 0 <= getattr(c.proxy, "depth_alpha", 1.0) <= 1:
+    if not 0 <= c.proxy.depth_alpha <= 1:
         _fail(f"proxy.depth_alpha={c.proxy.depth_alpha} must be in [0, 1] (0 μP, 0.5 Depth-μP, "
               "1 CompleteP)")
     if getattr(c.proxy, "base_depth", None) is not None and c.proxy.base_depth < 1:
@@ -356,7 +362,7 @@ def check_config(cfg: DictConfig | Config) -> None:
     if getattr(v, "horizon_ratio", 4.0) < 4:
         _fail(f"validation.horizon_ratio must be >= 4 (budgets at least 4× apart), got "
               f"{v.horizon_ratio}")
-    if getattr(v, "horizon_max_ci", 0.2) <= 0:
+    if v.horizon_max_ci <= 0:
         _fail(f"validation.horizon_max_ci must be > 0, got {v.horizon_max_ci}")
     if v.points < 3:
         _fail(f"validation.points must be >= 3 to fit a parabola, got {v.points}")

@@ -86,8 +86,8 @@ def plan_proxies(cfg: DictConfig) -> ProxyPlan:
         "tied_embeddings": bool(pick("tied_embeddings", m.tied_embeddings)),
         # the target's rotary base and norm ε: a family that takes them builds with them
         "rope_theta": float(m.get("rope_theta", 10000.0)),
-        "norm_eps": float(m.get("norm_eps", 1e-5)),
-        "depth_alpha": float(p.get("depth_alpha", 1.0)),
+        "norm_eps": float(m.norm_eps),
+        "depth_alpha": float(p.depth_alpha),
         "base_depth": int(p.get("base_depth") or n_layers),
     }
     # depth, head dimension and context differences are stated by the emitter itself

@@ -15,13 +15,13 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import optuna
 from omegaconf import DictConfig, OmegaConf
 
-from transfer.archive import Archive, fingerprint, library_versions
+from transfer.archive import Archive, code_hashes, fingerprint, library_versions
 from transfer.plan.config import Config, check_config, to_config
 from transfer.plan.custom import custom_proxies
 from transfer.plan.data import Corpus, load_corpus
@@ -43,6 +43,10 @@ class Plan:
     name: str  # the run folder's name
     archive: Archive
     config: Config  # `cfg` as plain dataclasses (transfer.plan.config.to_config): the Context's
+    # the code that decides a trial's result, part → hash (transfer.archive.code): in
+    # `fingerprint`, not in `config_fingerprint` (the same config under other code)
+    code: dict = field(default_factory=dict)
+    config_fingerprint: str = ""
 
 
 def plain_config(cfg: DictConfig, derived: dict) -> dict:
@@ -86,12 +90,15 @@ def _planned(cfg: DictConfig, proxies: ProxyPlan, corpus: Corpus, payload: dict,
              default_name: Callable[[str], str]) -> Plan:
     """Both plans' tail: the fingerprint of `payload`, the run name (name= or
     `default_name(fingerprint)`), and an archive the run can be written to."""
-    fp = fingerprint(payload, data_hash=corpus.content_hash, versions=library_versions())
+    versions = library_versions()
+    code = code_hashes()
+    config_fp = fingerprint(payload, data_hash=corpus.content_hash, versions=versions)
+    fp = fingerprint({**payload, "code": code}, data_hash=corpus.content_hash, versions=versions)
     name = cfg.name or default_name(fp)
     archive = Archive(Path(cfg.archive_dir).expanduser())
     archive.run_dir(name)  # a name= that is not a plain folder name is a user error
     _check_writable(archive.root)
-    return Plan(cfg, proxies, corpus, fp, name, archive, to_config(cfg))
+    return Plan(cfg, proxies, corpus, fp, name, archive, to_config(cfg), code, config_fp)
 
 
 def _check_writable(root: Path) -> None:

@@ -22,7 +22,7 @@ Not predictable before training and so not in the prediction: points an edge-hit
 divergence. `extension_cap_seconds` is the most the extensions can add (every grid extended
 `max_extend` steps on both sides at every width), printed beside the prediction; cost.json's
 `trial_timing` says afterwards how many trials each phase ran and how their measured seconds
-compared with their probes' (`transfer.outputs.finalize`), which separates the two kinds of miss.
+compared with their probes' (`transfer.outputs.assemble`), which separates the two kinds of miss.
 """
 
 from __future__ import annotations

@@ -29,9 +29,30 @@ def predict_seconds(ctx: Context, hp: dict, width: int) -> float:
     return setup_s + steps * step_s + ctx.cfg.train.n_evals * eval_s
 
 
-def queued_seconds(study, predict) -> float:
-    """Predicted seconds of a grid study's trials not finished yet: `predict(params)` for the
-    fixed parameters each queued (waiting or running) trial was enqueued with."""
-    return sum(predict(t.system_attrs.get("fixed_params", t.params))
-               for t in study.get_trials(deepcopy=False)
-               if t.state in (TrialState.WAITING, TrialState.RUNNING))
+def measured_ratios(trials, key) -> tuple[dict, float]:
+    """Measured ÷ predicted seconds of finished trials (every worker's), per `key(params)` and
+    over all of them (1.0 before the first)."""
+    by: dict = {}
+    for t in trials:
+        s, p = t.user_attrs.get("seconds"), t.user_attrs.get("predicted_seconds")
+        if t.state == TrialState.COMPLETE and s and p:
+            m, q = by.get(key(t.params), (0.0, 0.0))
+            by[key(t.params)] = (m + s, q + p)
+    total_m, total_p = sum(m for m, _ in by.values()), sum(p for _, p in by.values())
+    return {k: m / p for k, (m, p) in by.items()}, total_m / total_p if total_p else 1.0
+
+
+def queued_seconds(study, predict, key=None) -> float:
+    """Seconds a grid study's trials not finished yet will take: `predict(params)` for the
+    fixed parameters each queued (waiting or running) trial was enqueued with — with `key`
+    (e.g. the width), scaled by measured ÷ predicted of the study's finished trials of that
+    key, or of all of them until one of that key finished: one noisy probe does not decide
+    the ETA once a trial of its shape has run."""
+    trials = study.get_trials(deepcopy=False)
+    ratio, overall = measured_ratios(trials, key) if key else ({}, 1.0)
+    total = 0.0
+    for t in trials:
+        if t.state in (TrialState.WAITING, TrialState.RUNNING):
+            p = t.system_attrs.get("fixed_params", t.params)
+            total += predict(p) * (ratio.get(key(p), overall) if key else 1.0)
+    return total

@@ -33,13 +33,16 @@ class Progress:
         self._name, self._total, self._t0, self._done0 = "", 0, time.monotonic(), 0
         self._predicted = self._measured = 0.0
         self._remaining: float | None = None
+        self._calibrated = False
 
     def stage_start(self, name: str, done: int, total: int,
-                    remaining_seconds: float | None = None) -> None:
+                    remaining_seconds: float | None = None, *, calibrated: bool = False) -> None:
         """A phase begins (or restarts after its grid grew); `remaining_seconds`: the predicted
-        seconds of its trials not finished yet."""
+        seconds of its trials not finished yet — `calibrated` when they are already scaled by
+        what finished trials measured (a grid's `queued_seconds`), so no second ratio applies."""
         if name != self._name:  # a new phase: its own measured/predicted ratio
             self._predicted = self._measured = 0.0
+        self._calibrated = calibrated
         self._name, self._total, self._t0, self._done0 = name, total, time.monotonic(), done
         self._remaining = remaining_seconds
         if self.mode == "bar":
@@ -66,7 +69,8 @@ class Progress:
         if remaining_seconds is not None:
             self._remaining = remaining_seconds
         if self._remaining is not None:
-            return max(0.0, self._remaining) * self.ratio() / self.workers
+            ratio = 1.0 if self._calibrated else self.ratio()
+            return max(0.0, self._remaining) * ratio / self.workers
         if done <= self._done0:
             return math.nan
         rate = (time.monotonic() - self._t0) / (done - self._done0)

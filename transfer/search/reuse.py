@@ -7,11 +7,13 @@ stopped. Only data is read: nothing named in the archived files is imported or e
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
 import optuna
 
+from transfer.archive import changed_parts
 from transfer.outputs.write import COORD_PLOT
 from transfer.plan.planner import Plan
 from transfer.search import FINISHED
@@ -36,22 +38,58 @@ def _copy_studies(src_storage, src_run: str, dst_storage, dst_run: str) -> int:
     return n
 
 
-def reuse_archived(plan: Plan, run_dir: Path) -> str | None:
-    """Copy an archived same-fingerprint run's trials into the new run's journal at `run_dir`;
-    returns the line to print, or None when there is nothing to reuse (or this very run is
-    being resumed)."""
+def _candidates(plan: Plan, *, force: bool) -> tuple[dict | None, str | None]:
+    """(the archived run to copy, None) — or (None, the line that says why the newest run with
+    this config was not copied: other code decided its trials)."""
+    same = [r for r in plan.archive.find(plan.fingerprint) if r["name"] != plan.name]
+    if same:
+        return same[0], None
+    if not plan.config_fingerprint:
+        return None, None
+    df = plan.archive.runs()
+    if "config_fingerprint" not in df:
+        return None, None
+    rows = df[(df["config_fingerprint"] == plan.config_fingerprint) & (df["name"] != plan.name)]
+    rows = rows.sort_values("created", ascending=False).to_dict("records")
+    if not rows:
+        return None, None
+    row = rows[0]
+    old = row.get("code")
+    if isinstance(old, str):
+        try:
+            old = json.loads(old) if old else None
+        except json.JSONDecodeError:
+            old = None
+    changed = changed_parts(old if isinstance(old, dict) else None, plan.code)
+    if force:
+        return {**row, "changed": changed}, None
+    return None, (f"reuse: not reusing archived run {row['name']!r}: same config, but its "
+                  f"{', '.join(changed)} code changed since; reuse=force copies its trials anyway")
+
+
+def reuse_archived(plan: Plan, run_dir: Path, *, force: bool = False) -> str | None:
+    """Copy an archived run's trials into the new run's journal at `run_dir` when its
+    fingerprint (config and code) is this run's — or, with `force`, its config only (recorded
+    in run.json: `reused_from`). Returns the line to print, or None when there is nothing to
+    reuse (or this very run is being resumed)."""
     if (run_dir / JOURNAL_FILE).exists():
         return None  # resuming this very run
-    for row in plan.archive.find(plan.fingerprint):
-        src_dir = plan.archive.run_dir(row["name"])
-        if row["name"] == plan.name or not (src_dir / JOURNAL_FILE).exists():
-            continue
-        with tempfile.TemporaryDirectory() as tmp:  # read a copy: the archive stays untouched
-            Path(tmp, JOURNAL_FILE).write_bytes((src_dir / JOURNAL_FILE).read_bytes())
-            src = make_storage({"kind": "journal"}, run_dir=Path(tmp))
-            dst = make_storage({"kind": "journal"}, run_dir=run_dir)
-            n = _copy_studies(src, row["name"], dst, plan.name)
-        if plan.archive.has(row["name"], COORD_PLOT):  # its numbers came with the studies
-            plan.archive.copy_into(plan.name, COORD_PLOT, src_dir / COORD_PLOT)
+    row, refused = _candidates(plan, force=force)
+    if row is None:
+        return refused
+    src_dir = plan.archive.run_dir(row["name"])
+    if not (src_dir / JOURNAL_FILE).exists():
+        return None
+    with tempfile.TemporaryDirectory() as tmp:  # read a copy: the archive stays untouched
+        Path(tmp, JOURNAL_FILE).write_bytes((src_dir / JOURNAL_FILE).read_bytes())
+        src = make_storage({"kind": "journal"}, run_dir=Path(tmp))
+        dst = make_storage({"kind": "journal"}, run_dir=run_dir)
+        n = _copy_studies(src, row["name"], dst, plan.name)
+    if plan.archive.has(row["name"], COORD_PLOT):  # its numbers came with the studies
+        plan.archive.copy_into(plan.name, COORD_PLOT, src_dir / COORD_PLOT)
+    if "changed" not in row:
         return f"reuse: {n} finished trials from archived run {row['name']!r} (same fingerprint)"
-    return None
+    plan.archive.record({"name": plan.name, "reused_from": {
+        "run": row["name"], "forced": True, "changed": row["changed"], "trials": n}})
+    return (f"reuse: reuse=force: {n} finished trials from archived run {row['name']!r}, whose "
+            f"{', '.join(row['changed'])} code differs from this one's (recorded in run.json)")

@@ -121,7 +121,8 @@ def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
 
     def left() -> float:  # predicted seconds of the queued points, each in its own context
         return queued_seconds(study, lambda p: predict_seconds(axis.contexts[p[axis.param]], hp,
-                                                               ctx.plan.width))
+                                                               ctx.plan.width),
+                              key=lambda p: p[axis.param])
 
     train_grid(ctx, study, axis.stage, run,
                lambda: extend(ctx, axis, study, width_study, center), left)

@@ -18,10 +18,8 @@ the family's own optimizer groups, so the depth lr and ε rules are in the measu
 
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -166,43 +164,3 @@ def depth_coord_check(family, *, depths: list[int], width: int, corpus: Corpus, 
     return CoordResult(df=df, slopes=slopes, max_abs_slope=worst, logits_slope=slopes[LOGITS],
                        passed=worst <= max_slope, widths=depths, steps=steps,
                        max_slope=max_slope, axis="depth")
-
-
-def plot_coord(result: CoordResult, path: str | Path) -> Path:
-    """`coord_png` written to `path` (a run folder's copy goes through `transfer.outputs.write`)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(coord_png(result))
-    return path
-
-
-def coord_png(result: CoordResult) -> bytes:
-    """PNG of l1 vs width (log-log), one line per module kind, one panel per step."""
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    df = result.df.assign(kind=lambda d: d["module"].map(
-        lambda m: module_kind(m) if result.axis == "width" else m))
-    steps = sorted(df["t"].unique())
-    fig = Figure(figsize=(4 * len(steps), 4), layout="constrained")
-    FigureCanvasAgg(fig)  # attaches an Agg canvas without touching pyplot's global backend
-    colours = matplotlib.colormaps["tab20"]
-    axes = fig.subplots(1, len(steps), sharey=True, squeeze=False)[0]
-    for ax, t in zip(axes, steps):
-        table = df[df["t"] == t].groupby(["kind", result.axis])["l1"].mean().unstack(result.axis)
-        for i, (kind, l1) in enumerate(table.iterrows()):
-            if (l1 > 0).all():  # log axes: a zero-initialised output has no point to plot
-                ax.plot(table.columns, l1.to_numpy(), marker="o", label=kind,
-                        color=colours(i % colours.N), linestyle=("-", "--")[i // colours.N % 2])
-        ax.set(title=f"step {t}", xlabel=result.axis)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log", base=2)
-    axes[0].set_ylabel("mean |activation| (l1)")
-    axes[-1].legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.0, 0.5))
-    verdict = "PASS" if result.passed else "FAIL"
-    fig.suptitle(f"coordinate check: max |slope| {result.max_abs_slope:.3f} "
-                 f"(limit {result.max_slope}) {verdict}")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    return buf.getvalue()

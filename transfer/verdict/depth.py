@@ -18,13 +18,12 @@ import optuna
 from transfer.plan.hparams import MODEL_HPARAMS
 from transfer.search import Context
 from transfer.verdict.axis_grid import Axis, run_axis_grid
-from transfer.verdict.coord import CoordResult, coord_png, depth_coord_check
+from transfer.verdict.coord import CoordResult, depth_coord_check
 from transfer.verdict.judge import Verdict, judge
 from transfer.verdict.width import (
     curves_from,
     limits_from,
     open_grid_study,
-    transfer_png,
 )
 
 STAGE = "validation_depth"
@@ -84,26 +83,24 @@ def run_depth_coord(ctx: Context, hp: dict) -> CoordResult:
 
 
 def validate_depth(ctx: Context, hp: dict, width_study: optuna.Study, *,
-                   target_depth: int | None = None) -> tuple[Verdict, dict[str, bytes]]:
+                   target_depth: int | None = None) -> tuple[Verdict, CoordResult | None]:
     """The depth grid (resumed: already trained when every worker ran it), the depth
-    coordinate check (once: kept in the study), the verdict, and its plots (file name under
-    plots/ → PNG: the coordinate check's only when it ran now) for `transfer.outputs.write`."""
+    coordinate check (once: kept in the study; returned only when it ran now, for its figure)
+    and the verdict."""
     study = run_depth_grid(ctx, hp, width_study)
-    plots = {}
+    res = None
     coord = study.user_attrs.get("coord_check")
     if coord is None:
         res = run_depth_coord(ctx, hp)
         coord = res.to_dict()
         study.set_user_attr("coord_check", coord)
-        plots["coord_check_depth.png"] = coord_png(res)
     # two depths (the depth grid's): the trajectory to the target depth is reported with its
     # interval, but two points cannot tell the models apart
     limits = dataclasses.replace(limits_from(ctx.cfg.validation, target_width=target_depth),
                                  axis="depth", min_trajectory_widths=2)
     verdict = judge(curves(study, depths(ctx)), None, round(math.log2(float(hp["lr"])), 6),
                     limits, coord)
-    plots["lr_transfer_depth.png"] = transfer_png(verdict, label="layers")
-    return verdict, plots
+    return verdict, res
 
 
 def summary(verdict: Verdict | None, alpha: float) -> dict | None:

@@ -34,7 +34,6 @@ from transfer.verdict.width import (
     curves_from,
     limits_from,
     open_grid_study,
-    transfer_png,
 )
 
 STAGE = "validation_horizon"
@@ -124,10 +123,9 @@ def measure(verdict: Verdict, *, rule: str = "bjorck", beta: float = scaling.BJO
 
 
 def validate_horizon(ctx: Context, hp: dict, width_study: optuna.Study
-                     ) -> tuple[Verdict, dict, dict[str, bytes]]:
-    """The horizon grid (resumed: already trained when every worker ran it), its fit, the
-    measured exponent against the configured rule's, and its plot (file name under plots/ →
-    PNG) for `transfer.outputs.write`."""
+                     ) -> tuple[Verdict, dict]:
+    """The horizon grid (resumed: already trained when every worker ran it), its fit, and the
+    measured exponent against the configured rule's."""
     v = ctx.cfg.validation
     study = run_horizon_grid(ctx, hp, width_study)
     verdict = judge_horizon(curves(study, budgets(ctx.cfg)),
@@ -135,7 +133,7 @@ def validate_horizon(ctx: Context, hp: dict, width_study: optuna.Study
     s = ctx.cfg.scaling
     result = measure(verdict, rule=s.horizon_rule, beta=float(s.horizon_beta),
                      max_ci=float(v.horizon_max_ci))
-    return verdict, result, {"lr_horizon.png": transfer_png(verdict, label="tokens")}
+    return verdict, result
 
 
 def line(h: dict) -> str:

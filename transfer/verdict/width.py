@@ -9,7 +9,6 @@ study, so validation resumes and parallelises like any stage.
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Callable
 
@@ -109,7 +108,7 @@ def train_grid(ctx: Context, study: optuna.Study, stage: str,
     other workers still have points; []: bracketed or capped, done); `left` is the queued
     points' predicted seconds, for the ETA."""
     ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
-                             left())
+                             left(), calibrated=True)
     while True:
         for trial in work(ctx, study, None):
             run(trial)
@@ -122,7 +121,7 @@ def train_grid(ctx: Context, study: optuna.Study, stage: str,
         ctx.progress.line(f"{stage}: optimum at the grid's edge; extending to log2 lr "
                           f"{', '.join(f'{x:.2f}' for x in new)}")
         ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
-                                 left())
+                                 left(), calibrated=True)
     ctx.progress.stage_end()
 
 
@@ -144,7 +143,8 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
                 seed=validation_seed(ctx.cfg.proxy.seed, seed), stage="validation", prune=False)
 
     train_grid(ctx, study, "validation", run, lambda: extend_grid(ctx, study, center),
-               lambda: queued_seconds(study, lambda p: predict_seconds(ctx, hp, p["width"])))
+               lambda: queued_seconds(study, lambda p: predict_seconds(ctx, hp, p["width"]),
+                                      key=lambda p: p["width"]))
     return study
 
 
@@ -183,38 +183,3 @@ def run_coord_check(ctx: Context, hp: dict) -> CoordResult:
             continue
     return coord_check(family, widths=widths, corpus=ctx.corpus, steps=v.coord_steps,
                        lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed, max_slope=v.coord_max_slope)
-
-
-def transfer_png(verdict: Verdict, *, label: str = "width") -> bytes:
-    """Validation loss vs log2 lr, one curve per width, optima marked: the μTransfer figure, as
-    PNG bytes for the run folder (`transfer.outputs.write`). `label` names the curves' key
-    (`"layers"` for the depth check, `"tokens"` for the horizon check)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # plotting only: not on import
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6, 4))
-    FigureCanvasAgg(fig)  # an Agg canvas without touching pyplot's global backend
-    ax = fig.subplots()
-    for w in verdict.widths:
-        c = verdict.curves[w]
-        line = ax.errorbar(c["log2_lr"], c["loss"],
-                           yerr=[0 if not math.isfinite(s) else s for s in c["std"]],
-                           marker="o", ms=3, capsize=2,
-                           label=f"width {w}" if label == "width" else f"{w} {label}")
-        if math.isfinite(verdict.best_log2_lr[w]):
-            ax.axvline(verdict.best_log2_lr[w], color=line[0].get_color(), ls="--", lw=1)
-    ax.axvline(verdict.tuned_log2_lr, color="grey", ls=":", lw=1, label="stages' pick")
-    if verdict.passed and math.isfinite(verdict.optimum_log2_lr):  # emitted only when passed
-        ax.axvspan(*[min(max(x, ax.get_xlim()[0]), ax.get_xlim()[1]) for x in verdict.optimum_ci],
-                   color="green", alpha=0.08,
-                   label=f"emitted lr ({verdict.confidence:.0%} interval)")
-    ax.set_xlabel("log2 learning rate")
-    ax.set_ylabel("held-out loss (mean over seeds)")
-    lo, hi = verdict.drift_ci
-    ax.set_title(f"{verdict.outcome.upper()}: drift {verdict.drift_log2:+.2f} "
-                 f"[{lo:+.2f}, {hi:+.2f}] log2(lr)")
-    ax.legend()
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    return buf.getvalue()

@@ -1,9 +1,6 @@
-"""After the stages: the validator's grids, then — once per run — the verdicts, the emitted
-config, the cost, and every result file (through `transfer.outputs.write`).
-
-Every worker trains its share of the grids (`run_grids`: the same grids for all, so they cannot
-diverge); the one that claims the run under the run lock judges them and writes the results,
-every other worker exits after the grids.
+"""Once per run, after the checks: the emitted target, its cost, the figures and every result
+file (through `transfer.outputs.write`), and the printed summary (`finalize`); a run stopped by
+its spending cap keeps what it has (`write_partial`).
 """
 
 from __future__ import annotations
@@ -12,112 +9,25 @@ import dataclasses
 import datetime as dt
 import math
 import time
-from dataclasses import dataclass, field
 
-import optuna
 import pandas as pd
 
 from transfer.outputs import cost as costs
-from transfer.verdict import depth, horizon
 from transfer.outputs import summary
-from transfer.verdict.coord import coord_png
 from transfer.outputs.emit import emit_target
-from transfer.outputs.plots import trajectory_png
+from transfer.outputs.plots import run_plots
+from transfer.outputs.report import render_report
+from transfer.outputs.write import COORD_PLOT, RunFiles, report_plots, write_run
 from transfer.plan.errors import EXIT_OK, EXIT_REJECTED, verdict_exit_code
 from transfer.plan.hparams import TUNABLE
-from transfer.outputs.write import COORD_PLOT, RunFiles, report_plots, write_run
-from transfer.search.phases import timed
 from transfer.plan.planner import Plan, plain_config
-from transfer.outputs.report import render_report
 from transfer.search import Context, StageSummary, open_study, summarize
-from transfer.search.storage import owner_alive, this_process
-from transfer.verdict.width import (
-    judge_study,
-    open_validation_study,
-    run_coord_check,
-    run_grid,
-    transfer_png,
-)
+from transfer.verdict import depth, horizon
+from transfer.verdict.checks import Checks, mark_finalized, run_checks
 from transfer.verdict.judge import Verdict
+from transfer.verdict.width import open_validation_study
 
 RECIPE_KEYS = ("schedule", "min_lr_fraction", "grad_clip")  # the target's, the proxies trained so
-
-
-@dataclass
-class Checks:
-    """What the validator found, for the worker that writes the results."""
-
-    study: optuna.Study  # the width grid's (its user attributes hold the coordinate check)
-    verdict: Verdict
-    coord_seconds: float = 0.0  # spent on the coordinate check in this launch
-    depth: Verdict | None = None
-    horizon: Verdict | None = None
-    horizon_result: dict | None = None  # transfer.verdict.horizon.measure
-    plots: dict[str, bytes] = field(default_factory=dict)  # file name under plots/ → PNG
-
-
-def run_grids(ctx: Context, hp: dict) -> optuna.Study | None:
-    """This worker's share of every validation grid the config asks for: the width grid, then
-    the depth and horizon grids (which copy points from it). None when validation is off.
-    Worker processes and the finalizing one both call this: they train the same grids."""
-    if not ctx.cfg.validation.enabled:
-        return None
-    with timed(ctx.phases, "validation"):
-        study = run_grid(ctx, hp)
-    if depth.enabled(ctx.cfg):
-        with timed(ctx.phases, "depth"):
-            depth.run_depth_grid(ctx, hp, study)
-    if horizon.enabled(ctx.cfg):
-        with timed(ctx.phases, "horizon"):
-            horizon.run_horizon_grid(ctx, hp, study)
-    return study
-
-
-def _claim(ctx: Context, study: optuna.Study) -> bool:
-    """True for exactly one live worker of the run: the one that writes the results."""
-    me = this_process()
-    with ctx.lock():
-        claim = study.user_attrs.get("finalize")
-        if claim and claim["owner"] != me and owner_alive(claim["owner"]):
-            stale = not claim["done"] and time.time() - claim["time"] > 600
-            if not stale:
-                return False
-        study.set_user_attr("finalize", {"owner": me, "time": time.time(), "done": False})
-        return True
-
-
-def validate_transfer(ctx: Context, hp: dict, *, coord_plotted: bool,
-                      target_width: int | None = None) -> Checks | None:
-    """The grids (this worker's share); then, for the one worker that claims the run, the
-    coordinate check (once: kept in the study; again only when `coord_plotted` is false, its
-    plot missing from the run folder), the width verdict and the μTransfer plot.
-
-    None for every other worker. The sweep and `python -m transfer.validate` both validate
-    through here (validation must be enabled).
-    """
-    study = run_grids(ctx, hp)
-    if not _claim(ctx, study):
-        return None
-    plots, coord_seconds = {}, 0.0
-    coord = study.user_attrs.get("coord_check")
-    if coord is None or not coord_plotted:
-        t = time.perf_counter()
-        with timed(ctx.phases, "coord"):
-            res = run_coord_check(ctx, hp)
-        plots["coord_check.png"] = coord_png(res)
-        coord_seconds = time.perf_counter() - t
-        coord = res.to_dict()
-        study.set_user_attr("coord_check", coord)
-    verdict = judge_study(ctx, study, float(hp["lr"]), coord, target_width=target_width)
-    plots["lr_transfer.png"] = transfer_png(verdict)
-    if verdict.trajectory:
-        plots["lr_trajectory.png"] = trajectory_png(verdict.trajectory)
-    return Checks(study, verdict, coord_seconds, plots=plots)
-
-
-def mark_finalized(study: optuna.Study) -> None:
-    """Every result file is written: a later claim by another worker is not stale."""
-    study.set_user_attr("finalize", {"owner": this_process(), "time": time.time(), "done": True})
 
 
 def trials_frame(ctx: Context) -> pd.DataFrame:
@@ -270,7 +180,7 @@ def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dic
         not_transferred_extra=extra, n_gpus=int(cfg.cost.n_gpus),
         scaling=dataclasses.asdict(cfg.scaling),
         depth=depth.summary(None if checks is None else checks.depth,
-                            float(plan.proxies.derived.get("depth_alpha", 0.0))),
+                            float(plan.proxies.derived["depth_alpha"])),
         horizon=None if checks is None else checks.horizon_result,
         lr_trajectory=lr if "interval" in lr else None)
     prov = target["provenance"]
@@ -286,32 +196,14 @@ def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dic
     return target
 
 
-def _checks(plan: Plan, ctx: Context, hp: dict) -> Checks | None:
-    """The width check, and the depth and horizon checks where enabled; None for a worker that
-    did not claim the run."""
-    cfg = ctx.cfg
-    checks = validate_transfer(ctx, hp, coord_plotted=plan.archive.has(plan.name, COORD_PLOT),
-                               target_width=int(cfg.model.d_model))
-    if checks is None:
-        return None
-    if depth.enabled(cfg):
-        with timed(ctx.phases, "coord"):  # the depth coordinate check (its grid is trained)
-            checks.depth, plots = depth.validate_depth(ctx, hp, checks.study,
-                                                       target_depth=int(cfg.model.n_layers))
-        checks.plots.update(plots)
-    if horizon.enabled(cfg):
-        checks.horizon, checks.horizon_result, plots = horizon.validate_horizon(
-            ctx, hp, checks.study)
-        checks.plots.update(plots)
-    return checks
-
-
 def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
     """Validate (this worker's share), then — once per run — write every result file."""
     cfg, archive, name = plan.cfg, plan.archive, plan.name
     checks = None
     if cfg.validation.enabled:
-        checks = _checks(plan, ctx, hp)
+        checks = run_checks(ctx, hp, coord_plotted=plan.archive.has(plan.name, COORD_PLOT),
+                            target_width=int(cfg.model.d_model),
+                            target_depth=int(cfg.model.n_layers))
         if checks is None:
             ctx.progress.line("validation done; another worker writes the results")
             return EXIT_OK
@@ -324,7 +216,7 @@ def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
               started=started, validated=validated)
     target = _target(plan, ctx, hp, checks, c)
     config = plain_config(cfg, plan.proxies.derived)
-    plots = {} if checks is None else checks.plots
+    plots = {} if checks is None else run_plots(checks)
     notes = write_run(archive, name, RunFiles(
         config=config, trials=trials, cost=c, target=target, plots=plots,
         validation=None if v is None else v.to_dict(),
