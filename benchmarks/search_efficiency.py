@@ -171,7 +171,7 @@ class Search:
 
 def run_grid(cfg, args) -> Search:
     plan = plan_sweep(cfg)
-    ctx = Context(cfg=cfg, plan=plan.proxies, corpus=plan.corpus, storage=None, lock=None,
+    ctx = Context(cfg=cfg, proxies=plan.proxies, corpus=plan.corpus, storage=None, lock=None,
                   run_name="grid", device=cfg.device)
     hp, out = default_hparams(cfg), Search()
     for stage in cfg.stages.order:

@@ -18,19 +18,19 @@ import sys
 import time
 
 CASES = {
-    "sweep --help": ["-m", "transfer.cli.sweep", "--help"],
+    "sweep --help": ["-m", "transfer.sweep", "--help"],
     "sweep: import the job (transfer.cli.run)": ["-c", "import transfer.cli.run"],
-    "sweep --hydra-help": ["-m", "transfer.cli.sweep", "--hydra-help"],
-    "validate --help": ["-m", "transfer.cli.validate", "--help"],
+    "sweep --hydra-help": ["-m", "transfer.sweep", "--hydra-help"],
+    "validate --help": ["-m", "transfer.validate", "--help"],
     "validate: import the job (transfer.cli.validate_job)": ["-c", "import transfer.cli.validate_job"],
-    "validate --hydra-help": ["-m", "transfer.cli.validate", "--hydra-help"],
+    "validate --hydra-help": ["-m", "transfer.validate", "--hydra-help"],
 }
 
 
-def main() -> None:
+def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     times: dict[str, list[float]] = {k: [] for k in CASES}
     for _ in range(args.repeats):
         for name, argv in CASES.items():  # interleaved: drift on a shared machine hits all

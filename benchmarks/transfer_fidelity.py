@@ -35,13 +35,14 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from proxies import TransformerFamily
 from transfer.plan.data import stdlib_corpus
 from transfer.search.trainer import TrainSpec, train
+from transfer.verdict.curves import extend_each, grid
 from transfer.verdict.fit import fit_optimum
+from transfer.verdict.judge import Limits, judge
 
 STEP = 0.5  # grid spacing in log2(lr): half an octave
 FIELDS = ["config", "parametrization", "width", "log2_lr", "seed", "val_loss", "diverged", "seconds",
@@ -66,8 +67,6 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "falls with width; starting lower saves extensions, the fit is unaffected)")
     p.add_argument("--max-extend", type=int, default=4, help="extra points per side at most")
     p.add_argument("--window", type=int, default=5, help="points in the parabola fit")
-    p.add_argument("--bootstrap", type=int, default=1000, help="seed resamples for the drift's "
-                   "uncertainty (no training)")
     p.add_argument("--n-layers", type=int, default=2)
     p.add_argument("--d-head", type=int, default=16)
     p.add_argument("--seq-len", type=int, default=128)
@@ -200,21 +199,15 @@ def seed_losses(args, runs: Runs, fam, width: int, log2_lr: float, corpus) -> li
 
 
 def sweep_width(args, runs: Runs, fam, width: int, centre: float, corpus) -> dict:
-    """Grid around `centre`, extended while the minimum sits on an edge."""
-    half = (args.points - 1) / 2
-    grid = [centre + STEP * (i - half) for i in range(args.points)]
-    per_seed = {x: seed_losses(args, runs, fam, width, x, corpus) for x in grid}
-    for _ in range(args.max_extend):
-        curve = {x: mean(v) for x, v in per_seed.items()}
-        xs = sorted(curve)
-        best = min(xs, key=lambda x: curve[x])
-        if best == xs[0]:
-            new = xs[0] - STEP
-        elif best == xs[-1] and math.isfinite(curve[best]):
-            new = xs[-1] + STEP
-        else:
-            break
-        per_seed[new] = seed_losses(args, runs, fam, width, new, corpus)
+    """The package's grid around `centre` (`transfer.verdict.curves.grid`), extended by its
+    `extend_each` while the minimum sits at an edge (≤ --max-extend points per side)."""
+    xs = grid(centre, args.points, STEP)
+    per_seed = {x: seed_losses(args, runs, fam, width, x, corpus) for x in xs}
+    half = STEP * ((args.points - 1) / 2 + args.max_extend)
+    bounds = {width: (centre - half, centre + half)}
+    while new := extend_each({width: sorted(per_seed.items())}, step=STEP, bounds=bounds):
+        for x in new[width]:
+            per_seed[x] = seed_losses(args, runs, fam, width, x, corpus)
     xs = sorted(per_seed)
     losses = [mean(per_seed[x]) for x in xs]
     opt, best_loss, edge = fit_optimum(xs, losses, window=args.window)
@@ -222,25 +215,17 @@ def sweep_width(args, runs: Runs, fam, width: int, centre: float, corpus) -> dic
             "optimum_log2_lr": opt, "best_loss": best_loss, "edge_hit": edge}
 
 
-def bootstrap_drift(args, results: dict, small: int, large: int) -> dict[str, list[float]]:
-    """5th and 95th percentile of the drift when the seeds are resampled with replacement.
-
-    One resample is shared by every curve: seed k means the same init and data order at every
-    width and lr, so differences between curves keep their pairing.
-    """
-    rng = np.random.default_rng(0)
-    drifts: dict[str, list[float]] = {p: [] for p in results}
-    for _ in range(args.bootstrap):
-        pick = rng.integers(0, args.seeds, args.seeds)
-        for p, per_width in results.items():
-            opt = {}
-            for w in (small, large):
-                r = per_width[w]
-                losses = [mean([s[i] for i in pick]) for s in r["seed_losses"]]
-                opt[w] = fit_optimum(r["log2_lrs"], losses, window=args.window)[0]
-            drifts[p].append(opt[large] - opt[small])
-    return {p: [float(np.percentile(d, 5)), float(np.percentile(d, 95))]
-            for p, d in drifts.items()}
+def drift_interval(args, results: dict, small: int, large: int, axis: str = "width"
+                   ) -> dict[str, list[float]]:
+    """The 90 % interval of the drift from the package's verdict (`transfer.verdict.judge`:
+    shared-curvature parabola, parametric bootstrap), not a bootstrap over 2 seeds, which has
+    3 distinct resamples per point (transfer.verdict.shared_curvature)."""
+    limits = Limits(axis=axis, fit_window=args.window, min_points=3, can_pass=True)
+    out = {}
+    for p, per in results.items():
+        curves = {k: list(zip(per[k]["log2_lrs"], per[k]["seed_losses"])) for k in (small, large)}
+        out[p] = list(judge(curves, None, per[small]["log2_lrs"][0], limits, None).drift_ci)
+    return out
 
 
 def summarise(args, results: dict, widths: list[int]) -> dict:
@@ -257,7 +242,7 @@ def summarise(args, results: dict, widths: list[int]) -> dict:
         goals[f"mup best loss at {large} <= sp's"] = (
             results["mup"][large]["best_loss"] <= results["sp"][large]["best_loss"])
     return {"drift": {p: v["drift"] for p, v in out.items()}, "goals": goals,
-            "drift_90pct_bootstrap": bootstrap_drift(args, results, small, large)}
+            "drift_90pct": drift_interval(args, results, small, large)}
 
 
 def markdown(args, results: dict, summary: dict) -> str:
@@ -271,8 +256,8 @@ def markdown(args, results: dict, summary: dict) -> str:
             lines.append(f"| {p} | {w} | {r['optimum_log2_lr']:+.2f} | {r['best_loss']:.4f} | "
                          f"{r['log2_lrs'][0]:+.1f} … {r['log2_lrs'][-1]:+.1f} | {r['edge_hit']} |")
     lines.append("")
-    ci = summary["drift_90pct_bootstrap"]
-    lines += [f"- {p} drift (wide − narrow): {d:+.2f} octaves (90% bootstrap over seeds: "
+    ci = summary["drift_90pct"]
+    lines += [f"- {p} drift (wide − narrow): {d:+.2f} octaves (90 % interval of the shared-curvature fit: "
               f"{ci[p][0]:+.2f} … {ci[p][1]:+.2f})" for p, d in summary["drift"].items()]
     lines += [f"- goal {g}: {'PASS' if ok else 'FAIL'}" for g, ok in summary["goals"].items()]
     return "\n".join(lines)
@@ -310,7 +295,7 @@ def depth_main(args, runs: Runs, corpus, out: Path) -> int:
     if "alpha=1" in drift and "alpha=0" in drift:
         goals["alpha=0 |drift| > alpha=1 |drift|"] = abs(drift["alpha=0"]) > abs(drift["alpha=1"])
     summary = {"drift": drift, "goals": goals,
-               "drift_90pct_bootstrap": bootstrap_drift(args, results, small, large),
+               "drift_90pct": drift_interval(args, results, small, large, axis="depth"),
                "verdict": {p: depth_verdict(args, r, small, large) for p, r in results.items()}}
     lines = [f"width {width}, {args.seeds} seeds, {args.steps} steps of "
              f"{args.batch_size}×{args.seq_len}, warmup {args.warmup:g}, base depth "
@@ -322,9 +307,9 @@ def depth_main(args, runs: Runs, corpus, out: Path) -> int:
             lines.append(f"| {p.split('=')[1]} | {d} | {r['optimum_log2_lr']:+.2f} | "
                          f"{r['best_loss']:.4f} | {r['log2_lrs'][0]:+.1f} … "
                          f"{r['log2_lrs'][-1]:+.1f} | {r['edge_hit']} |")
-    ci = summary["drift_90pct_bootstrap"]
-    lines += [""] + [f"- {p} drift ({large} − {small} layers): {d:+.2f} octaves (90% bootstrap "
-                     f"over seeds: {ci[p][0]:+.2f} … {ci[p][1]:+.2f})" for p, d in drift.items()]
+    ci = summary["drift_90pct"]
+    lines += [""] + [f"- {p} drift ({large} − {small} layers): {d:+.2f} octaves (90 % interval "
+                     f"of the shared-curvature fit: {ci[p][0]:+.2f} … {ci[p][1]:+.2f})" for p, d in drift.items()]
     lines += [f"- goal {g}: {'PASS' if ok else 'FAIL'}" for g, ok in goals.items()]
     lines += [f"- the sweep's depth verdict on these curves (lr grid only, no coordinate check), "
               f"{p}: {v['outcome']}" + (f" — {'; '.join(v['reasons'])}" if v["reasons"] else "")
@@ -341,7 +326,6 @@ def depth_main(args, runs: Runs, corpus, out: Path) -> int:
 def depth_verdict(args, per_depth: dict, small: int, large: int) -> dict:
     """What `transfer.verdict.judge.judge` — the sweep's depth verdict — says of these curves, with
     its default limits (`Limits(axis="depth")`) and this grid's points as the fit window."""
-    from transfer.verdict.judge import Limits, judge
 
     curves = {d: list(zip(per_depth[d]["log2_lrs"], per_depth[d]["seed_losses"]))
               for d in (small, large)}

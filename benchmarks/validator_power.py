@@ -178,7 +178,7 @@ def design_of(budget: str, model: str = "3b", parametrization: str = "mup"
                                parametrization=parametrization)
 
 
-def main() -> None:
+def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budget", default="default")
     ap.add_argument("--model", default="3b", help="the target whose width the trajectory reaches")
@@ -199,7 +199,7 @@ def main() -> None:
                     help="seconds of one wide trial / one narrow trial, for the cost column "
                          "(the default: a default-budget run's probes on 2 CPU cores, 47.2 s at "
                          "width 256 / 8.5 s at width 64, cost.json prediction.trial_seconds)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     design, limits = design_of(args.budget, args.model)
     if args.seeds:
         design["seeds"] = args.seeds

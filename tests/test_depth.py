@@ -31,7 +31,7 @@ def ctx(**v) -> Context:
     cfg = Config(validation=ValidationConf(**{**V, **v, "depth_enabled": True}),
                  proxy=ProxyConf(seed=0))
     fam = TransformerFamily(n_layers=2, d_head=8, seq_len=32, base_width=32)
-    return Context(cfg=cfg, plan=ProxyPlan(fam, 32, 128, 32, {}), corpus=None, storage=None,
+    return Context(cfg=cfg, proxies=ProxyPlan(fam, 32, 128, 32, {}), corpus=None, storage=None,
                    lock=contextlib.nullcontext, run_name="r")
 
 

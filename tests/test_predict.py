@@ -16,26 +16,26 @@ STEP, EVAL, SETUP = 0.01, 0.05, 0.2  # seconds: a step, an evaluation, building 
 
 def _ctx(overrides: list[str]) -> Context:
     plan = plan_sweep(compose_cfg([*TINY, *overrides]))
-    ctx = Context(cfg=plan.config, plan=plan.proxies, corpus=plan.corpus, storage=None, lock=None,
+    ctx = Context(cfg=plan.config, proxies=plan.proxies, corpus=plan.corpus, storage=None, lock=None,
                   run_name=plan.name, device="cpu")
     fam = plan.proxies
     for w in (fam.width, fam.validation_width):
         for b in (8, 16, 32, 64):
-            ctx._probe[(w, b)] = (STEP * w / fam.width, EVAL, SETUP)  # nothing is trained
+            ctx.probes[(w, b)] = (STEP * w / fam.width, EVAL, SETUP)  # nothing is trained
     return ctx
 
 
 def _trial(ctx: Context, width: int, tokens: int | None = None) -> float:
     cfg = ctx.cfg
-    steps = (tokens or cfg.train.tokens) // (cfg.train.batch_size * ctx.plan.family.seq_len)
-    return SETUP + steps * STEP * width / ctx.plan.width + cfg.train.n_evals * EVAL
+    steps = (tokens or cfg.train.tokens) // (cfg.train.batch_size * ctx.proxies.family.seq_len)
+    return SETUP + steps * STEP * width / ctx.proxies.width + cfg.train.n_evals * EVAL
 
 
 def test_stages_count_copied_incumbents_and_median_pruning():
     ctx = _ctx(["validation.enabled=false", "stages.stage.lr.trials=6",
                 "stages.stage.warmup.trials=3", "stages.order=[lr,warmup]", "pruner.kind=median",
                 "train.n_evals=4", "pruner.warmup_evals=1"])
-    full = _trial(ctx, ctx.plan.width)
+    full = _trial(ctx, ctx.proxies.width)
     keep = 1 - 0.5 * (1 - 2 / 4)  # half the prunable trials stop after 2 of 4 evaluations
     pred = predict.predict_run(ctx)
     assert math.isclose(pred["stages"]["lr"], 2 * full + 4 * full * keep)
@@ -49,7 +49,7 @@ def test_the_batch_stage_prices_the_choices_it_will_queue():
     neighbour, 16 (seed_stage's order), each at its own batch's step count."""
     ctx = _ctx(["validation.enabled=false", "stages.order=[lr,batch_size]",
                 "stages.stage.batch_size.trials=2", "train.batch_size=32", "pruner.kind=none"])
-    cfg, seq = ctx.cfg, ctx.plan.family.seq_len
+    cfg, seq = ctx.cfg, ctx.proxies.family.seq_len
     at_16 = SETUP + cfg.train.tokens // (16 * seq) * STEP + cfg.train.n_evals * EVAL
     assert math.isclose(predict.predict_run(ctx)["stages"]["batch_size"], at_16)
 
@@ -58,14 +58,14 @@ def test_no_pruner_prices_every_trial_in_full():
     ctx = _ctx(["validation.enabled=false", "stages.order=[lr]", "stages.stage.lr.trials=5",
                 "pruner.kind=none"])
     assert math.isclose(predict.predict_run(ctx)["phases"]["stages"],
-                        5 * _trial(ctx, ctx.plan.width))
+                        5 * _trial(ctx, ctx.proxies.width))
 
 
 def test_grids_price_each_width_and_the_short_horizon():
     ctx = _ctx(["validation.points=3", "validation.seeds=2", "validation.horizon_enabled=true",
                 "validation.horizon_ratio=4"])
     pred = predict.predict_run(ctx)
-    w0, w1 = ctx.plan.width, ctx.plan.validation_width
+    w0, w1 = ctx.proxies.width, ctx.proxies.validation_width
     assert math.isclose(pred["phases"]["validation"], 6 * (_trial(ctx, w0) + _trial(ctx, w1)))
     short = int(ctx.cfg.train.tokens) // 4
     assert math.isclose(pred["phases"]["horizon"], 6 * _trial(ctx, w0, short))

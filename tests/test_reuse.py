@@ -142,19 +142,23 @@ def test_a_code_change_is_never_reused_silently(archived, trainings, monkeypatch
     from transfer.archive import code_hashes
     from transfer.plan import planner
 
-    edited = dict(code_hashes(), trainer="0" * 16)
-    monkeypatch.setattr(planner, "code_hashes", lambda: edited)
-    sweep(_cfg(root, "progress=lines", "stages.stage.lr.trials=1",
-               "stages.stage.batch_size.trials=1", "validation.enabled=false"))
-    out = capsys.readouterr().out
+    real = code_hashes()
+    monkeypatch.setattr(planner, "code_hashes", lambda: dict(real, trainer="0" * 16))
+    sweep(_cfg(root, "name=b", "progress=lines"))
+    cap = capsys.readouterr()
+    out = cap.out + cap.err
     assert "not reusing archived run 'a'" in out and "trainer code changed" in out
     assert "reuse=force" in out and trainings  # trained afresh
-    new = [n for n in Archive(root).names() if n != "a" and n.startswith("tiny-")]
-    assert len(new) == 1
+    row_b = json.loads((root / "b" / "run.json").read_text())
+    assert row_b["code"]["trainer"] == "0" * 16 and row_b["fingerprint"] != json.loads(
+        (root / "a" / "run.json").read_text())["fingerprint"]
     trainings.clear()
+    monkeypatch.setattr(planner, "code_hashes", lambda: dict(real, trainer="1" * 16))
     forced = sweep(_cfg(root, "reuse=force", "name=forced", "progress=lines"))
-    out = capsys.readouterr().out
+    cap = capsys.readouterr()
+    out = cap.out + cap.err
     assert forced in (3, 4) and "reuse=force" in out
     row = json.loads((root / "forced" / "run.json").read_text())
-    assert row["reused_from"]["run"] in ("a", new[0]) and row["reused_from"]["forced"]
-    assert row["reused_from"]["changed"] == ["trainer"]
+    assert row["reused_from"] == {"run": "b", "forced": True, "changed": ["trainer"],
+                                  "trials": row["reused_from"]["trials"]}
+    assert row["reused_from"]["trials"] > 0

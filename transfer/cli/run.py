@@ -84,7 +84,7 @@ def run_sweep(cfg: DictConfig) -> int:
         with timed(phases, "probes"):
             pred = predict.predict_run(ctx)
     else:
-        ctx._probe.update(early._probe)  # the probes are not paid twice
+        ctx.probes.update(early.probes)  # the probes are not paid twice
     ctx.phases.update(phases)
     ctx.prediction = pred
     ctx.progress.line(predict.line(pred, phases))

@@ -24,7 +24,7 @@ from transfer.outputs.write import COORD_PLOT, RunFiles, report_plots, write_run
 from transfer.plan.compose import compose
 from transfer.plan.custom import STAGE
 from transfer.plan.errors import UserError, exit_code, verdict_exit_code
-from transfer.plan.planner import Plan, make_context, plain_config, plan_custom
+from transfer.plan.planner import Plan, make_context, plan_custom
 from transfer.search import default_hparams, open_study, run_stages, seed_incumbent, stage_space
 from transfer.search.storage import make_storage
 from transfer.verdict import depth
@@ -72,11 +72,11 @@ def validate(cfg: DictConfig, *, build: Callable | None = None) -> int:
 def _files(plan: Plan, hp: dict, verdict: Verdict, depth_verdict: Verdict | None,
            plots: dict[str, bytes], trials) -> RunFiles:
     """A custom model's run folder: no target (its multipliers are its own), the audit."""
-    proxies, config = plan.proxies, plain_config(plan.cfg, plan.proxies.derived)
+    proxies, config = plan.proxies, plan.plain
     report = render_custom_report(
         name=plan.name, builder=proxies.derived["builder"], base_width=proxies.base_width,
         delta_width=proxies.derived["delta_width"], lr=float(hp["lr"]), width=proxies.width,
-        validation_width=proxies.validation_width, tokens=int(plan.cfg.train.tokens),
+        validation_width=proxies.validation_width, tokens=int(plan.config.train.tokens),
         data=plan.corpus.source, cfg=config, validation=verdict.to_dict(),
         plots=report_plots(plan.archive, plan.name, plots))
     return RunFiles(

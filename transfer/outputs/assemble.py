@@ -20,7 +20,7 @@ from transfer.outputs.report import render_report
 from transfer.outputs.write import COORD_PLOT, RunFiles, report_plots, write_run
 from transfer.plan.errors import EXIT_OK, EXIT_REJECTED, verdict_exit_code
 from transfer.plan.hparams import TUNABLE
-from transfer.plan.planner import Plan, plain_config
+from transfer.plan.planner import Plan
 from transfer.search import Context, StageSummary, open_study, summarize
 from transfer.verdict import depth, horizon
 from transfer.verdict.checks import Checks, mark_finalized, run_checks
@@ -102,9 +102,7 @@ def winners_for_emit(cfg, hp: dict, verdict: Verdict | None = None) -> dict:
     where the validator's trajectory put it (`emitted_log2_lr`)."""
     w = {k: hp[k] for k in TUNABLE}
     w.update({k: getattr(cfg.scaling, k) for k in RECIPE_KEYS})
-    w["weight_decay"] = (f"AdamW timescale of {cfg.scaling.tau_source}"
-                         if cfg.train.weight_decay_rule == "timescale"
-                         else float(cfg.train.weight_decay))
+    w["weight_decay"] = float(cfg.train.weight_decay)  # the fixed rule's λ (timescale: unused)
     if emitted_log2_lr(verdict) is not None:
         w["lr"] = 2.0 ** emitted_log2_lr(verdict)
     return w
@@ -148,15 +146,15 @@ def lr_provenance(hp: dict, verdict: Verdict | None) -> dict:
 
 def _proxy_block(plan: Plan) -> dict:
     d = plan.proxies.derived
-    return {"parametrization": plan.cfg.proxy.parametrization, "width": plan.proxies.width,
+    return {"parametrization": plan.config.proxy.parametrization, "width": plan.proxies.width,
             "validation_width": plan.proxies.validation_width, "n_layers": d["n_layers"],
             "d_head": d["d_head"], "seq_len": d["seq_len"], "vocab_size": d["vocab_size"],
             "kv_group": d["kv_group"], "data": plan.corpus.source,
             "grid_widths": plan.proxies.widths(),
-            "weight_decay_rule": plan.cfg.train.weight_decay_rule,
+            "weight_decay_rule": plan.config.train.weight_decay_rule,
             # what the emitter classifies the target against (transfer.outputs.params)
             **{k: d[k] for k in ("ffn_ratio", "depth_alpha", "base_depth") if k in d},
-            "tokens_per_trial": int(plan.cfg.train.tokens),
+            "tokens_per_trial": int(plan.config.train.tokens),
             "zero_init_query": plan.proxies.family.zero_init_query,
             "readout_zero_init": plan.proxies.family.readout_zero_init}
 
@@ -198,7 +196,7 @@ def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dic
 
 def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
     """Validate (this worker's share), then — once per run — write every result file."""
-    cfg, archive, name = plan.cfg, plan.archive, plan.name
+    cfg, archive, name = plan.config, plan.archive, plan.name
     checks = None
     if cfg.validation.enabled:
         checks = run_checks(ctx, hp, coord_plotted=plan.archive.has(plan.name, COORD_PLOT),
@@ -215,7 +213,7 @@ def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
               coord_seconds=0.0 if checks is None else checks.coord_seconds,
               started=started, validated=validated)
     target = _target(plan, ctx, hp, checks, c)
-    config = plain_config(cfg, plan.proxies.derived)
+    config = plan.plain
     plots = {} if checks is None else run_plots(checks)
     notes = write_run(archive, name, RunFiles(
         config=config, trials=trials, cost=c, target=target, plots=plots,
@@ -256,5 +254,5 @@ def write_partial(plan: Plan, ctx: Context, reason: str, *, started: float) -> N
     c = _cost(plan, ctx, trials, stages, coord_seconds=0.0, started=started, stopped_by_cap=True,
               cap_note=reason)
     write_run(plan.archive, plan.name, RunFiles(
-        config=plain_config(plan.cfg, plan.proxies.derived), trials=trials, cost=c,
+        config=plan.plain, trials=trials, cost=c,
         row={"name": plan.name, "status": "failed", "validated": False}))

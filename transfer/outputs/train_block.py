@@ -62,6 +62,22 @@ def _warmup(s: dict, n_params: int, batch_tokens: int, total_steps: int) -> tupl
     return min(max(1, steps), max(total_steps - 1, 1)), label
 
 
+def _weight_decay(w: dict, p: dict, s: dict, *, batch_tokens: int, lr: float,
+                  total_tokens: float) -> tuple[float, float | None, str]:
+    """(λ, τ, provenance) by the rule the proxies trained under (`train.weight_decay_rule`,
+    recorded in the proxy block): the same λ (`fixed`), or the AdamW timescale of
+    `scaling.tau_recipe` at the target's batch, lr and horizon (`timescale`)."""
+    if p.get("weight_decay_rule", "timescale") == "fixed":
+        wd = float(w["weight_decay"])
+        return wd, None, (f"rule: train.weight_decay_rule=fixed (λ = {wd:g}, as the proxies "
+                          "trained: the lr was measured at it)")
+    r = s["tau_recipe"]
+    tau = scaling.adamw_timescale(r["batch_tokens"], r["lr"], r["weight_decay"], r["tokens"])
+    wd = scaling.weight_decay_for_timescale(tau, batch_tokens, lr, total_tokens)
+    return wd, tau, (f"rule: adamw_timescale (τ of {s.get('tau_source', 'a recipe')}, as the "
+                     "proxies trained)")
+
+
 def train_block(m: dict, w: dict, *, p: dict, s: dict, counts: dict, n_gpus: int,
                  mu_label: str, horizon: Mapping | None = None) -> dict:
     """The launchable train block: every value from a named rule, the μP transfer or the
@@ -76,9 +92,8 @@ def train_block(m: dict, w: dict, *, p: dict, s: dict, counts: dict, n_gpus: int
     factor, terms, lr_label = _lr_rules(w, p, s, total_tokens, batch_tokens, horizon)
     lr = w["lr"] * factor
     warmup_steps, w_label = _warmup(s, counts["n_params"], batch_tokens, total_steps)
-    r = s["tau_recipe"]
-    tau = scaling.adamw_timescale(r["batch_tokens"], r["lr"], r["weight_decay"], r["tokens"])
-    wd = scaling.weight_decay_for_timescale(tau, batch_tokens, lr, total_tokens)
+    wd, tau, wd_label = _weight_decay(w, p, s, batch_tokens=batch_tokens, lr=lr,
+                                      total_tokens=total_tokens)
     n_emb = counts["n_params"] - counts["embedding"] - counts["readout"] - counts["positions"]
     batch_rule = f"rule: {b_label}, rounded to whole multiples of n_gpus × seq_len = " \
                  f"{n_gpus} × {seq_len}"
@@ -116,8 +131,7 @@ def train_block(m: dict, w: dict, *, p: dict, s: dict, counts: dict, n_gpus: int
         "min_lr_fraction": "rule: scaling.min_lr_fraction (Llama 2: 10 % of the peak)",
         "betas": "rule: scaling.betas (those the proxies trained with; Llama 2's)",
         "eps": "rule: adam_eps_width (base ε as the proxies'; per group in param_groups)",
-        "weight_decay": f"rule: adamw_timescale (τ of {s.get('tau_source', 'a recipe')})",
-        "tau": f"rule: adamw_timescale (τ of {s.get('tau_source', 'a recipe')})",
+        "weight_decay": wd_label, "tau": wd_label,
         "grad_clip": "rule: scaling.grad_clip (Llama 2 recipe; the proxies clip at 1.0)",
         "proxy_reference": "measured on proxies",
         "extrapolation": "rule: scaling.outside (fitted ranges in transfer/outputs/scaling.py)",

@@ -111,12 +111,15 @@ class TrainConf:
     lr: float = 0.01  # used until the lr stage has a winner
     batch_size: int = 16
     warmup_fraction: float = 0.05
-    # The schedule's shape, betas, ε, clipping and weight decay are the target's (the `scaling`
-    # group): the proxies measure the optimum under the recipe the target is launched with.
-    # timescale: λ = B/(τ·η·D) per trial, τ the AdamW timescale of scaling.tau_recipe (Wang &
-    # Aitchison 2024), the rule target.yaml's λ comes from; fixed: train.weight_decay as given.
-    weight_decay_rule: str = "timescale"
-    weight_decay: float = 0.0  # weight_decay_rule=fixed only
+    # The schedule's shape, betas, ε and clipping are the target's (the `scaling` group), and
+    # one weight-decay rule serves proxies and target alike. fixed: λ = train.weight_decay for
+    # both (μP scales it per group). timescale: λ = B/(τ·η·D) per run, τ the AdamW timescale of
+    # scaling.tau_recipe (Wang & Aitchison 2024). Default fixed at 0: under the timescale rule a
+    # 150-step proxy decays 10 % a step at its peak lr and its loss is nearly flat in lr
+    # (curvature S/N 1.0, optimum 3.5 octaves above λ = 0's; benchmarks/RESULTS.md), so no lr
+    # could be located, let alone transferred, with it.
+    weight_decay_rule: str = "fixed"
+    weight_decay: float = 0.0
     n_evals: int = 4
     eval_batches: int = 8
     eval_batch_size: int = 16
@@ -173,7 +176,8 @@ class ValidationConf:
     depth: int | None = None  # layers of the deep proxy; None: 4 × the stages' n_layers
     coord_depths: list[int] | None = None  # None: n_layers × 1, 2, 4 (and the deep proxy's)
     # Horizon: the lr grid at the stage width also at train.tokens / horizon_ratio tokens; the
-    # measured exponent of lr* ∝ D^e replaces scaling.horizon_rule's when tight (README).
+    # measured exponent of lr* ∝ D^e replaces scaling.horizon_rule's when tight
+    # (docs/scaling.md, Horizon check).
     horizon_enabled: bool = False
     horizon_ratio: float = 4.0  # full budget / short budget, >= 4 (two octaves)
     horizon_max_ci: float = 0.2  # widest exponent interval that counts as tight
@@ -257,7 +261,9 @@ class Config:
     cost: CostConf = field(default_factory=CostConf)
     scaling: ScalingConf = field(default_factory=ScalingConf)
     budget: str = "default"
-    name: str | None = None  # run folder; None: <model>-<parametrization>-<fingerprint[:8]>
+    # run folder; None: <model>-<parametrization>-<budget>-<fingerprint[:8]> (a sweep's,
+    # plan_sweep), validate-<builder>-<budget>-<fingerprint[:8]> (transfer.validate's)
+    name: str | None = None
     archive_dir: str = "sweeps"
     # processes on this machine sharing the run's studies; auto: 2 on a CPU with >= 2 cores
     # (2 × 1 thread trained 1.13-1.14× faster than 1 × 2 threads on 2 cores at widths 64 and

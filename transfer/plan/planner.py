@@ -6,7 +6,8 @@ name and archive. `plan_sweep` plans the built-in family's run (`python -m trans
 both end in the same tail (fingerprint, name, archive, writable check). Everything a user can
 get wrong is raised here, as a `UserError`, before anything is written. `make_context` then
 gives the plan's stages and grids their `Context`, which carries the config as plain `Config`
-dataclasses (`Plan.config`): only the job layer reads the DictConfig.
+dataclasses (`Plan.config`): Hydra's DictConfig stays in `transfer.cli` and `transfer.plan`
+(config, compose, planner, family, custom, audit); nothing below the plan reads it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from transfer.search.progress import Progress
 class Plan:
     """A run, planned: every value below is known before the archive is touched."""
 
-    cfg: DictConfig  # resolved config (a custom model's: the lr stage only)
+    plain: dict  # the resolved config as plain data, `derived` added: config.yaml's content
     proxies: ProxyPlan  # the family, its widths and everything derived from the target
     corpus: Corpus
     fingerprint: str  # what the proxies' results depend on (transfer.archive.fingerprint)
@@ -98,7 +99,8 @@ def _planned(cfg: DictConfig, proxies: ProxyPlan, corpus: Corpus, payload: dict,
     archive = Archive(Path(cfg.archive_dir).expanduser())
     archive.run_dir(name)  # a name= that is not a plain folder name is a user error
     _check_writable(archive.root)
-    return Plan(cfg, proxies, corpus, fp, name, archive, to_config(cfg), code, config_fp)
+    return Plan(plain_config(cfg, proxies.derived), proxies, corpus, fp, name, archive,
+                to_config(cfg), code, config_fp)
 
 
 def _check_writable(root: Path) -> None:
@@ -116,7 +118,7 @@ def make_context(plan: Plan, storage, *, worker: int = 0) -> Context:
     dataclasses, not the DictConfig."""
     cfg = plan.config
     run_dir = plan.archive.run_dir(plan.name)
-    ctx = Context(cfg=cfg, plan=plan.proxies, corpus=plan.corpus, storage=storage,
+    ctx = Context(cfg=cfg, proxies=plan.proxies, corpus=plan.corpus, storage=storage,
                   lock=run_lock(cfg.storage.kind, run_dir=run_dir, storage=storage, name=plan.name),
                   run_name=plan.name, device=cfg.device,
                   progress=Progress(cfg.progress if worker == cfg.worker * cfg.workers else "off",

@@ -21,7 +21,7 @@ class Context:
     """Everything a worker needs; plain values plus the storage and the lock."""
 
     cfg: Config  # the resolved config as plain dataclasses (transfer.plan.planner.make_context)
-    plan: ProxyPlan
+    proxies: ProxyPlan  # the family and its widths
     corpus: Any
     storage: Any
     lock: Callable
@@ -30,6 +30,6 @@ class Context:
     progress: Progress = field(default_factory=lambda: Progress("off"))
     worker: int = 0
     spent: Callable[[], tuple[float, float]] | None = None  # (seconds, flops) so far, all workers
-    _probe: dict = field(default_factory=dict)  # (width, batch size) -> timings, see probe.py
+    probes: dict = field(default_factory=dict)  # (width, batch size) -> timings (probe.py)
     phases: dict = field(default_factory=dict)  # phase -> wall seconds (transfer.search.phases)
     prediction: dict | None = None  # transfer.search.predict.predict_run, made before training

@@ -51,7 +51,7 @@ PRUNE_PROBABILITY = 0.5  # a median rule stops about half the trials it may stop
 def _stage_seconds(ctx: Context, hp: dict, index: int, name: str) -> float:
     cfg = ctx.cfg
     n = int(cfg.stages.stage[name].trials)
-    full = predict_seconds(ctx, hp, ctx.plan.width)
+    full = predict_seconds(ctx, hp, ctx.proxies.width)
     space = stage_space(cfg, name, hp)
     per_trial = [full] * n
     if len(space) == 1:  # one categorical parameter: its choices are queued, each probed
@@ -59,7 +59,7 @@ def _stage_seconds(ctx: Context, hp: dict, index: int, name: str) -> float:
         options = choices(p)
         if options is not None and pname == "batch_size":  # as seed_stage queues them
             others = nearest_choices(options, hp["batch_size"], n - 1)
-            per_trial = [full] + [predict_seconds(ctx, dict(hp, batch_size=c), ctx.plan.width)
+            per_trial = [full] + [predict_seconds(ctx, dict(hp, batch_size=c), ctx.proxies.width)
                                   for c in others]
     if index > 0:  # the incumbent: the previous stage's best, copied
         per_trial[0] = 0.0
@@ -75,7 +75,7 @@ def _stage_seconds(ctx: Context, hp: dict, index: int, name: str) -> float:
 def _coord_seconds(ctx: Context, hp: dict, t_step: dict[int, float]) -> float:
     """The coordinate check's steps at every coord width: per-step time linear in FLOPs per
     token through the two probed widths, at the check's batch of 8."""
-    v, fam = ctx.cfg.validation, ctx.plan.family
+    v, fam = ctx.cfg.validation, ctx.proxies.family
     (w0, s0), (w1, s1) = sorted(t_step.items())
     f0, f1 = fam.flops_per_token(w0), fam.flops_per_token(w1)
     slope = (s1 - s0) / (f1 - f0) if f1 != f0 else 0.0
@@ -105,7 +105,7 @@ def _left(expected: int, finished: int) -> float:
 def predict_run(ctx: Context) -> dict:
     """Whole-run seconds per phase (and FLOPs) from the probes, for what is left to train (all
     of it in a fresh run; nothing, and no probe, in a finished one); see the module docstring."""
-    cfg, plan = ctx.cfg, ctx.plan
+    cfg, plan = ctx.cfg, ctx.proxies
     hp = default_hparams(cfg)
     tokens = int(cfg.train.tokens)
     phases = {"stages": 0.0}
@@ -147,7 +147,7 @@ def _workers(cfg) -> int:
 def _grids(ctx: Context, hp: dict) -> dict:
     """Validation, depth, horizon and coordinate-check seconds left to train at `hp`, and
     finalize; the grids' trials shared by the workers."""
-    cfg, plan = ctx.cfg, ctx.plan
+    cfg, plan = ctx.cfg, ctx.proxies
     ws = plan.widths()
     w0 = ws[0]
     tokens = int(cfg.train.tokens)
@@ -166,7 +166,7 @@ def _grids(ctx: Context, hp: dict) -> dict:
         phases["validation"] = left * n_grid * sum(ts.values())
         extension += n_ext * sum(ts.values())
         flops += left * tokens * n_grid * sum(fam.flops_per_token(w) for w in ws)
-        steps = {w: ctx._probe[(w, int(hp["batch_size"]))][0] for w in (w0, ws[-1])}
+        steps = {w: ctx.probes[(w, int(hp["batch_size"]))][0] for w in (w0, ws[-1])}
         phases["coord"] = _coord_seconds(ctx, hp, steps)
     if n_grid and depth.enabled(cfg):  # the deep proxy's points (the shallow ones are copied)
         left = _left(2 * n_grid, _finished(ctx, lambda: depth.open_depth_study(ctx)))
@@ -176,10 +176,10 @@ def _grids(ctx: Context, hp: dict) -> dict:
             t2 = predict_seconds(deep, hp, w0)
             phases["depth"] = left * n_grid * t2
             extension += n_ext * t2
-            flops += left * tokens * n_grid * deep.plan.family.flops_per_token(w0)
+            flops += left * tokens * n_grid * deep.proxies.family.flops_per_token(w0)
             trial_seconds[f"{w0}x{deep_layers}L"] = t2
             # the depth coordinate check: a few steps at each of its depths, step time ∝ depth
-            step_deep = deep._probe[(w0, int(hp["batch_size"]))][0]
+            step_deep = deep.probes[(w0, int(hp["batch_size"]))][0]
             l0 = depth.depths(ctx)[0]
             ds = set(v.coord_depths or [l0, 2 * l0, 4 * l0, deep_layers])
             phases["coord"] = phases.get("coord", 0.0) + (
@@ -217,7 +217,7 @@ def before_archive(plan: Plan) -> Context | None:
     cfg = plan.config  # plain dataclasses, as in every Context
     if cfg.cost.max_tuning_gpu_hours is None and cfg.cost.max_wall_seconds is None:
         return None
-    return Context(cfg=cfg, plan=plan.proxies, corpus=plan.corpus, storage=None, lock=None,
+    return Context(cfg=cfg, proxies=plan.proxies, corpus=plan.corpus, storage=None, lock=None,
                    run_name=plan.name, device=cfg.device)
 
 

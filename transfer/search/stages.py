@@ -111,11 +111,11 @@ def run_stages(ctx: Context) -> dict:
         seed_stage(ctx, study, space, hp, previous, total, name)
         done = min(n_finished(study), total)
         # a finished stage (a resumed or re-emitted run) must not train even a probe
-        per_trial = predict_seconds(ctx, hp, ctx.plan.width) if done < total else 0.0
+        per_trial = predict_seconds(ctx, hp, ctx.proxies.width) if done < total else 0.0
         ctx.progress.stage_start(name, done, total, (total - done) * per_trial)
         for trial in work(ctx, study, total):
             trial_hp = dict(hp, **{k: suggest(trial, k, p) for k, p in space.items()})
-            run_one(ctx, study, trial, trial_hp, width=ctx.plan.width, seed=cfg.proxy.seed,
+            run_one(ctx, study, trial, trial_hp, width=ctx.proxies.width, seed=cfg.proxy.seed,
                     stage=name)
             best = best_trial(study)
             done = min(n_finished(study), total)

@@ -53,7 +53,7 @@ def train_spec(cfg, hp: dict, *, width: int, seed: int, seq_len: int, tokens: in
 
 def run_training(ctx: Context, hp: dict, *, width: int, seed: int, report=None,
                  tokens: int | None = None, n_evals: int | None = None) -> TrainResult:
-    family = ctx.plan.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
+    family = ctx.proxies.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
     spec = train_spec(ctx.cfg, hp, width=width, seed=seed, seq_len=family.seq_len, tokens=tokens,
                       n_evals=n_evals)
     try:

@@ -62,7 +62,7 @@ def queue(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Stu
              axis.param: optuna.distributions.CategoricalDistribution(list(axis.values)),
              "seed": optuna.distributions.CategoricalDistribution(list(range(v.seeds)))}
     (other,) = (x for x in axis.values if x != axis.copied)
-    done = finished_at_width(width_study, ctx.plan.width)
+    done = finished_at_width(width_study, ctx.proxies.width)
     for s in range(v.seeds):
         for x in xs:
             params = {"log2_lr": x, axis.param: axis.copied, "seed": s}
@@ -116,12 +116,12 @@ def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
         n = trial.suggest_categorical(axis.param, list(axis.values))
         seed = trial.suggest_categorical("seed", list(range(v.seeds)))
         trial_hp = dict(hp, lr=2.0 ** x, **({axis.param: n} if axis.in_hparams else {}))
-        run_one(axis.contexts[n], study, trial, trial_hp, width=ctx.plan.width,
+        run_one(axis.contexts[n], study, trial, trial_hp, width=ctx.proxies.width,
                 seed=validation_seed(ctx.cfg.proxy.seed, seed), stage=axis.stage, prune=False)
 
     def left() -> float:  # predicted seconds of the queued points, each in its own context
         return queued_seconds(study, lambda p: predict_seconds(axis.contexts[p[axis.param]], hp,
-                                                               ctx.plan.width),
+                                                               ctx.proxies.width),
                               key=lambda p: p[axis.param])
 
     train_grid(ctx, study, axis.stage, run,

@@ -35,15 +35,15 @@ def enabled(cfg) -> bool:
 
 def depths(ctx: Context) -> tuple[int, int]:
     """(L0, L1): the stages' depth and the deep proxy's."""
-    l0 = int(ctx.plan.family.n_layers)
+    l0 = int(ctx.proxies.family.n_layers)
     l1 = int(ctx.cfg.validation.depth or 4 * l0)
     return l0, l1
 
 
 def at_depth(ctx: Context, n_layers: int) -> Context:
     """The context whose family is built `n_layers` deep (base depth, and so m_L, as set)."""
-    plan = dataclasses.replace(ctx.plan, family=ctx.plan.family.replace(n_layers=n_layers))
-    return dataclasses.replace(ctx, plan=plan, _probe={})
+    plan = dataclasses.replace(ctx.proxies, family=ctx.proxies.family.replace(n_layers=n_layers))
+    return dataclasses.replace(ctx, proxies=plan, probes={})
 
 
 DEPTH_STUDY = "validation-depth"
@@ -75,9 +75,9 @@ def run_depth_coord(ctx: Context, hp: dict) -> CoordResult:
     """The coordinate check across depth at the stages' width, with the tuned multipliers."""
     v = ctx.cfg.validation
     l0, l1 = depths(ctx)
-    family = ctx.plan.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
+    family = ctx.proxies.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
     ds = sorted(set(v.coord_depths or [l0, 2 * l0, 4 * l0, l1]))
-    return depth_coord_check(family, depths=ds, width=ctx.plan.width, corpus=ctx.corpus,
+    return depth_coord_check(family, depths=ds, width=ctx.proxies.width, corpus=ctx.corpus,
                              steps=v.coord_steps, lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed,
                              max_slope=v.coord_max_slope)
 

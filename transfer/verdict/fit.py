@@ -3,7 +3,9 @@
 A sweep gives a loss per grid point; the best grid point alone is quantised to the grid step
 (half an octave), which is as large as the transfer drift we want to measure. Fitting a
 parabola through the points around the empirical minimum resolves the optimum between grid
-points. The benchmarks and the transfer validator both use this one function.
+points. Used by `benchmarks/transfer_fidelity.py` (and tested in `tests/test_fit.py`); the
+transfer validator does not use it: its verdicts fit the curves jointly with one shared curvature
+(`transfer.verdict.shared_curvature`, through `transfer.verdict.judge`).
 """
 
 from __future__ import annotations

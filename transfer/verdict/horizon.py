@@ -56,7 +56,7 @@ def at_tokens(ctx: Context, tokens: int) -> Context:
     train = dataclasses.replace(ctx.cfg.train, tokens=int(tokens))
     cfg = dataclasses.replace(ctx.cfg, train=train)
     # the same shapes: the probe's step and eval times hold, only the step count differs
-    return dataclasses.replace(ctx, cfg=cfg, _probe=ctx._probe)
+    return dataclasses.replace(ctx, cfg=cfg, probes=ctx.probes)
 
 
 HORIZON_STUDY = "validation-horizon"

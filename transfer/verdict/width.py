@@ -77,7 +77,7 @@ def enqueue_grid(ctx: Context, study: optuna.Study, center: float) -> None:
     with ctx.lock():
         if study.get_trials(deepcopy=False):
             return
-        _enqueue(study, ctx.plan.widths(), v.seeds,
+        _enqueue(study, ctx.proxies.widths(), v.seeds,
                  grid(center, v.points, v.step_log2))
 
 
@@ -89,7 +89,7 @@ def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float]
     both widths are bracketed or capped; None while other workers still have grid points to
     finish (decide when the grid is whole)."""
     v = ctx.cfg.validation
-    widths = ctx.plan.widths()
+    widths = ctx.proxies.widths()
     bounds = dict.fromkeys(widths, lr_bounds(center, v))
     with ctx.lock():
         trials = study.get_trials(deepcopy=False)
@@ -131,7 +131,7 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
     v = ctx.cfg.validation
     center = round(math.log2(hp["lr"]), 6)
     lo, hi = lr_bounds(center, v)
-    widths = ctx.plan.widths()
+    widths = ctx.proxies.widths()
     study = open_validation_study(ctx)
     enqueue_grid(ctx, study, center)
 
@@ -163,7 +163,7 @@ def curves_from(study: optuna.Study, keys, axis: str = "width") -> dict:
 def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
                 target_width: int | None = None) -> Verdict:
     """The pure verdict on this run's grid."""
-    curves = curves_from(study, ctx.plan.widths())
+    curves = curves_from(study, ctx.proxies.widths())
     limits = limits_from(ctx.cfg.validation, target_width=target_width,
                          parametrization=ctx.cfg.proxy.parametrization)
     return judge(curves, None, round(math.log2(tuned_lr), 6), limits, coord)
@@ -173,7 +173,7 @@ def run_coord_check(ctx: Context, hp: dict) -> CoordResult:
     """The coordinate check across `validation.coord_widths` (those the family can build), with
     the tuned multipliers and lr."""
     v = ctx.cfg.validation
-    family = ctx.plan.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
+    family = ctx.proxies.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
     widths = []
     for w in v.coord_widths:
         try:

@@ -1,0 +1,88 @@
+"""Every benchmark runs, on a toy setting: a refactor of the package that breaks one fails here.
+
+The benchmarks are scripts built on the package's own grid, fit and verdict; each is imported
+from benchmarks/ and its `main(argv)` run at a size that proves the plumbing only (the numbers
+mean nothing). The ones that train are `slow`: CI runs them too (`pytest -m slow`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def bench(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_benchmark_has_a_test_here():
+    here = Path(__file__).read_text()
+    missing = [p.stem for p in BENCH.glob("*.py") if f'bench("{p.stem}")' not in here]
+    assert not missing, f"benchmarks without a smoke test: {missing}"
+
+
+def test_validator_power(capsys):
+    bench("validator_power").main(["--budget", "smoke", "--model", "tiny", "--draws", "3"])
+    out = capsys.readouterr().out
+    assert "| configured | mup |" in out and "| configured | sp |" in out
+    assert "interval covers the target's optimum" in out
+
+
+def test_startup(capsys):
+    bench("startup").main(["--repeats", "1"])
+    assert "| sweep --help |" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_throughput(capsys):
+    assert bench("throughput").main(["--width", "32", "--steps", "3", "--repeats", "1",
+                                     "--seq-len", "32", "--d-head", "8", "--threads", "1"]) == 0
+
+
+@pytest.mark.slow
+def test_default_run(tmp_path, capsys):
+    bench("default_run").main(["--budget", "smoke", "--model", "tiny", "--out", str(tmp_path)])
+    assert "inconclusive" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_workers(capsys):
+    assert bench("workers").main(["--widths", "32", "--trials", "2", "--tokens", "2048",
+                                  "--repeats", "1", "--model", "tiny"]) == 0
+
+
+@pytest.mark.slow
+def test_target_check(tmp_path, capsys):
+    args = ["--out", str(tmp_path), "--smoke", "--parametrizations", "mup", "--threads", "1"]
+    assert bench("target_check").main(args) == 0
+    out = capsys.readouterr().out
+    assert "| width | 128×1 | mup" in out
+    assert list((tmp_path / "points").glob("*.json"))
+    assert bench("target_check").main(args) == 0  # cached: nothing retrained
+    assert "log2 lr" not in capsys.readouterr().out.split("SMOKE")[0].split("sweep exit")[-1]
+
+
+@pytest.mark.slow
+def test_search_efficiency(capsys):
+    assert bench("search_efficiency").main(["--seeds", "1", "--tokens", "2048", "--trials",
+                                            "lr=2,batch_size=1,warmup=1", "--lr-step-log2",
+                                            "2", "--linear-points", "2", "--pruners", "none",
+                                            "--no-write"]) == 0
+
+
+@pytest.mark.slow
+def test_transfer_fidelity(tmp_path, capsys):
+    assert bench("transfer_fidelity").main(["--out", str(tmp_path), "--widths", "32", "64",
+                                            "--steps", "4", "--points", "3", "--seeds", "2",
+                                            "--max-extend", "0", "--d-head", "8",
+                                            "--seq-len", "32", "--base-width", "32",
+                                            "--window", "3"]) == 0
