@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--budget", default="default")
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--also-sp", action="store_true", help="also run proxy.parametrization=sp")
+    p.add_argument("--parametrizations", nargs="+", choices=["mup", "sp"], default=None,
+                   help="which to run (default: mup, and sp with --also-sp)")
     p.add_argument("--baseline", help="a git revision to time the same way, before this checkout")
     p.add_argument("--override", action="append", default=[], help="extra Hydra override")
     p.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "default_run")
@@ -51,26 +54,58 @@ def worktree(rev: str, out: Path) -> Path:
     return path
 
 
+ETA_LINE = re.compile(r"^stage (\S+): \d+/\d+ trials, .*eta (\d+)m(\d+)s$")
+STAGE_START = re.compile(r"^stage (\S+): \d+/\d+ trials done$")
+
+
+def eta_errors(lines: list[tuple[float, str]], end: float) -> dict[str, float]:
+    """Per stage: the ETA printed at its first finished trial ÷ the time the stage then still
+    took − 1 (the stage ends where the next one starts, or at the summary)."""
+    first, stage_end, current = {}, {}, None
+    for t, line in lines:
+        start = STAGE_START.match(line)
+        if start or line.startswith(("stages done", "\n==", "==")):
+            if current and current not in stage_end and (not start or start[1] != current):
+                stage_end[current] = t
+            current = start[1] if start else current
+            continue
+        m = ETA_LINE.match(line)
+        if m and m[1] not in first:
+            first[m[1]] = (t, 60 * int(m[2]) + int(m[3]))
+    out = {}
+    for stage, (t, eta) in first.items():
+        actual = stage_end.get(stage, end) - t
+        if actual > 5:  # a few seconds' stage: its ETA cannot be off by a meaningful fraction
+            out[stage] = eta / actual - 1
+    return out
+
+
 def one_run(code: Path, label: str, overrides: list[str], archive: Path) -> dict:
-    """The README command in a subprocess; wall time from outside, phases from cost.json."""
-    cmd = [sys.executable, "-m", "transfer.cli.sweep", *overrides, f"archive_dir={archive}",
+    """The README command in a subprocess; wall time from outside, phases from cost.json, and
+    the ETA's error per stage from the progress lines as they were printed."""
+    cmd = [sys.executable, "-m", "transfer.sweep", *overrides, f"archive_dir={archive}",
            "progress=lines"]
     env = dict(os.environ, PYTHONPATH=str(code))
     t = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, cwd=code, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines = [(time.perf_counter(), line.rstrip("\n")) for line in proc.stdout]
+    proc.wait()
     wall = time.perf_counter() - t
+    output = "\n".join(line for _, line in lines)
     runs = [d for d in archive.iterdir() if d.is_dir() and (d / "cost.json").exists()]
     row = {"label": label, "code": str(code), "overrides": overrides, "exit": proc.returncode,
-           "wall_seconds": wall}
+           "wall_seconds": wall, "eta_error": eta_errors(lines, time.perf_counter())}
     if not runs:
-        row["error"] = proc.stderr.strip().splitlines()[-1:] or ["no run folder"]
+        row["error"] = output.strip().splitlines()[-1:] or ["no run folder"]
         return row
     run = runs[0]
     cost = json.loads((run / "cost.json").read_text())
     pred = cost.get("prediction") or {}
     row.update(measured_phases=cost.get("phases", {}), predicted_phases=pred.get("phases", {}),
                predicted_seconds=pred.get("total_seconds", cost.get("cap", {}).get(
-                   "predicted_seconds")), inside_seconds=cost.get("wall_seconds"))
+                   "predicted_seconds")), inside_seconds=cost.get("wall_seconds"),
+               after_stages_error=cost.get("prediction_error_after_stages"))
     val = run / "validation.json"
     if val.exists():
         v = json.loads(val.read_text())
@@ -90,16 +125,19 @@ def fmt(row: dict) -> str:
     ci = row.get("drift_ci") or [None, None]
     drift = "" if row.get("drift") is None else f"{row['drift']:+.2f}" + (
         "" if None in ci else f" [{ci[0]:+.2f}, {ci[1]:+.2f}]")
+    after = row.get("after_stages_error")
+    etas = ", ".join(f"{k} {v:+.0%}" for k, v in (row.get("eta_error") or {}).items()) or "—"
     return (f"| {row['label']} | {row['exit']} | {row.get('outcome', '—')} {drift} | "
-            f"{row['wall_seconds']:.0f} | {'—' if not pred else f'{pred:.0f}'} | {err} | {cells} |")
+            f"{row['wall_seconds']:.0f} | {'—' if not pred else f'{pred:.0f}'} | {err} | "
+            f"{'—' if after is None else f'{after:+.0%}'} | {etas} | {cells} |")
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     base = [f"model={args.model}", f"budget={args.budget}", *args.override]
-    variants = [("mup", base)] + ([("sp", [*base, "proxy.parametrization=sp"])]
-                                  if args.also_sp else [])
+    which = args.parametrizations or (["mup", "sp"] if args.also_sp else ["mup"])
+    variants = [(p, [*base, f"proxy.parametrization={p}"]) for p in which]
     codes = ([(f"{args.baseline}", worktree(args.baseline, args.out))] if args.baseline else [])
     codes.append(("this checkout", ROOT))
     rows = []
@@ -113,9 +151,10 @@ def main(argv=None) -> int:
                 rows.append(one_run(code, label, ovr, archive))
                 print(fmt(rows[-1]), file=sys.stderr, flush=True)
     head = ("| run | exit | verdict, drift [90 % CI] | wall s | predicted s | error | "
+            "error after the stages | ETA at each stage's first trial | "
             + " | ".join(f"{k} s (measured / predicted)" for k in PHASES) + " |")
     print(head)
-    print("|" + "---|" * (6 + len(PHASES)))
+    print("|" + "---|" * (8 + len(PHASES)))
     for r in rows:
         print(fmt(r))
     if args.json:

@@ -231,7 +231,7 @@ def test_proxies_train_under_the_targets_weight_decay_timescale():
     from transfer.plan.errors import UserError
     from transfer.search.training import proxy_weight_decay, train_spec
 
-    cfg = compose_cfg(["model=tiny"])
+    cfg = compose_cfg(["model=tiny", "train.weight_decay_rule=timescale"])
     r = cfg.scaling.tau_recipe
     tau = scaling.adamw_timescale(r["batch_tokens"], r["lr"], r["weight_decay"], r["tokens"])
     for lr in (1e-3, 1e-2):
@@ -244,6 +244,7 @@ def test_proxies_train_under_the_targets_weight_decay_timescale():
     assert (spec.schedule, spec.min_lr_fraction) == (cfg.scaling.schedule, cfg.scaling.min_lr_fraction)
     fixed = compose_cfg(["model=tiny", "train.weight_decay_rule=fixed", "train.weight_decay=0.1"])
     assert train_spec(fixed, hp, width=64, seed=0, seq_len=128).weight_decay == 0.1
+    assert compose_cfg(["model=tiny"]).train.weight_decay_rule == "fixed"  # the default, at 0
 
 
 @pytest.mark.parametrize(("overrides", "field", "fix"), BAD)

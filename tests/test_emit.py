@@ -315,3 +315,30 @@ def test_dump_yaml_is_stable():
     emit.dump_yaml(make(), a)
     emit.dump_yaml(make(), b)
     assert a.getvalue() == b.getvalue()
+
+
+def test_the_target_takes_the_proxies_weight_decay_rule():
+    """One rule for both: `fixed` emits the proxies' λ (scaled per group by μP), no τ; the
+    timescale rule emits λ = B/(τ·η·D) at the target's batch, lr and horizon."""
+    fixed = make(proxy=dict(PROXY, weight_decay_rule="fixed"))
+    assert fixed["train"]["weight_decay"] == WINNERS["weight_decay"]
+    assert fixed["train"]["tau"] is None
+    assert "weight_decay_rule=fixed" in fixed["train"]["provenance"]["weight_decay"]
+    g = groups(fixed)
+    assert g["hidden_attn"]["weight_decay"] * g["hidden_attn"]["lr"] == pytest.approx(
+        g["embedding"]["weight_decay"] * g["embedding"]["lr"])  # lr·λ the same in each group
+    timed = make(proxy=dict(PROXY, weight_decay_rule="timescale"))["train"]
+    assert timed["batch_tokens"] / (timed["lr"] * timed["weight_decay"] * timed["total_tokens"]
+                                    ) == pytest.approx(timed["tau"])
+
+
+def test_the_emitted_lr_carries_the_trajectorys_interval():
+    traj = {"interval": [1e-3, 4e-3], "interval_log2": [-9.97, -7.97], "confidence": 0.9,
+            "model": "converging", "model_form": "x_inf + c·(w/w0)^-1/2", "widths": [64, 128, 256],
+            "optima_log2": [-8.0, -8.1, -8.2], "target_width": 4096}
+    t = make(lr_trajectory=traj)["train"]
+    assert t["lr_transferred_interval"] == [1e-3, 4e-3]
+    assert t["lr_interval"] == pytest.approx([1e-3 * t["lr_factor"], 4e-3 * t["lr_factor"]])
+    assert t["lr_trajectory"]["widths"] == [64, 128, 256]
+    assert "trajectory over proxy widths [64, 128, 256]" in t["provenance"]["lr_transferred"]
+    assert set(t["provenance"]) == set(t) - {"provenance"}
