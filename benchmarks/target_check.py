@@ -51,12 +51,17 @@ from transfer.search.training import train_spec
 from transfer.verdict.curves import bracket, extend_each, mean_curve
 from transfer.verdict.shared_curvature import fit_window, interaction_noise, interval, statistics
 
-# name → target shape; proxies: the default budget's (64, 128, 256 wide, 2 layers, d_head 16)
+# name → target shape. The targets are Llama 3.2 3B's architecture (model=3b: tied embeddings,
+# rope θ 500000, SwiGLU 8/3) at other widths and depths, with the byte vocabulary; the proxy
+# fields the 3B target derives are pinned (ffn ratio, kv group), so the emitting sweeps have the
+# README main command's fingerprint and reuse its archived trials (--archive).
 TARGETS = {"width": {"d_model": 512, "n_layers": 2}, "depth": {"d_model": 64, "n_layers": 8},
            "both": {"d_model": 384, "n_layers": 4}}
-SHAPE = {"d_head": 16, "kv_group": 2, "ffn_ratio": 4, "seq_len": 128, "budget": "default"}
+SHAPE = {"model": "3b", "d_head": 16, "kv_group": 2, "ffn_ratio": 2.666667, "seq_len": 128,
+         "budget": "default"}
 SMOKE_TARGETS = {"width": {"d_model": 128, "n_layers": 1}}
-SMOKE_SHAPE = {"d_head": 8, "kv_group": 2, "ffn_ratio": 4, "seq_len": 32, "budget": "smoke"}
+SMOKE_SHAPE = {"model": "tiny", "d_head": 8, "kv_group": 2, "ffn_ratio": 4, "seq_len": 32,
+               "budget": "smoke"}
 STEP = 0.5  # octaves between lr points, as the validator's grid
 MIN_POINTS, BEYOND, MAX_SPAN, MAX_EXTEND = 7, 1.0, 3.0, 3
 
@@ -70,6 +75,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--smoke", action="store_true", help="tiny sizes: the plumbing only")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--override", action="append", default=[], help="extra sweep override")
+    p.add_argument("--archive", type=Path, default=None,
+                   help="the sweeps' archive (default --out/sweeps): one holding the README main "
+                        "command's runs (μP and SP) re-emits for each target without training")
     args = p.parse_args(argv)
     table = SMOKE_TARGETS if args.smoke else TARGETS
     args.targets = args.targets or list(table)
@@ -86,13 +94,18 @@ def parse_args(argv=None) -> argparse.Namespace:
 # ---- 1. the sweep that emits for the target ------------------------------------------------
 def overrides(args, target: dict, parametrization: str) -> list[str]:
     s, heads = args.shape, target["d_model"] // args.shape["d_head"]
-    ovr = [f"budget={s['budget']}", "hardware=cpu", "model=tiny", "model.name=target_check",
+    name = f"target-check-{target['d_model']}x{target['n_layers']}-{parametrization}-{s['budget']}"
+    ovr = [f"budget={s['budget']}", f"model={s['model']}", "model.name=target_check",
+           f"name={name}",
            "model.source='benchmarks/target_check.py, not a published model'",
            f"model.d_model={target['d_model']}", f"model.n_layers={target['n_layers']}",
            f"model.n_heads={heads}", f"model.n_kv_heads={heads // s['kv_group']}",
-           f"model.d_ff={s['ffn_ratio'] * target['d_model']}", f"model.seq_len={s['seq_len']}",
-           f"proxy.parametrization={parametrization}", f"archive_dir={args.out / 'sweeps'}",
-           "progress=lines", *args.override]
+           f"model.d_ff={round(s['ffn_ratio'] * target['d_model'])}",
+           f"model.seq_len={s['seq_len']}", "model.vocab_size=256",
+           f"proxy.ffn_ratio={s['ffn_ratio']}", f"proxy.kv_group={s['kv_group']}",
+           f"proxy.parametrization={parametrization}",
+           f"archive_dir={args.archive or args.out / 'sweeps'}", "progress=lines",
+           *args.override]
     return ovr
 
 
