@@ -17,8 +17,8 @@ import yaml
 
 from transfer.outputs import params, rules
 from transfer.outputs.cost import as_dict, target_params
-from transfer.plan.hparams import TUNABLE
 from transfer.outputs.train_block import train_block
+from transfer.plan.hparams import TUNABLE
 
 WINNER_KEYS = TUNABLE + ("weight_decay", "schedule")  # what `winners` must hold: tuned + defaults
 DEFAULT_EPS = 1e-8  # torch AdamW / MuAdamW default: what the proxies trained with

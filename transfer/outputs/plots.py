@@ -7,10 +7,9 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
-
-from pathlib import Path
 
 from transfer.verdict.coord import CoordResult, module_kind
 from transfer.verdict.judge import Verdict

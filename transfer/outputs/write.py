@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from transfer.outputs import hf
 from transfer.archive import Archive
+from transfer.outputs import hf
 from transfer.outputs.emit import dump_yaml
 
 PLOTS = "plots"  # the run folder's figures live under plots/
