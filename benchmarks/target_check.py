@@ -55,8 +55,10 @@ from transfer.verdict.shared_curvature import fit_window, interaction_noise, int
 # rope θ 500000, SwiGLU 8/3) at other widths and depths, with the byte vocabulary; the proxy
 # fields the 3B target derives are pinned (ffn ratio, kv group), so the emitting sweeps have the
 # README main command's fingerprint and reuse its archived trials (--archive).
+# "proxy" is the control: the stages' own shape, trained by this Granite loop instead of the
+# project's trainer — a miss there is the implementation's, not width's or depth's.
 TARGETS = {"width": {"d_model": 512, "n_layers": 2}, "depth": {"d_model": 64, "n_layers": 8},
-           "both": {"d_model": 384, "n_layers": 4}}
+           "both": {"d_model": 384, "n_layers": 4}, "proxy": {"d_model": 64, "n_layers": 2}}
 SHAPE = {"model": "3b", "d_head": 16, "kv_group": 2, "ffn_ratio": 2.666667, "seq_len": 128,
          "budget": "default"}
 SMOKE_TARGETS = {"width": {"d_model": 128, "n_layers": 1}}
@@ -80,7 +82,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "command's runs (μP and SP) re-emits for each target without training")
     args = p.parse_args(argv)
     table = SMOKE_TARGETS if args.smoke else TARGETS
-    args.targets = args.targets or list(table)
+    args.targets = args.targets or [t for t in table if t != "proxy"]
     bad = [t for t in args.targets if t not in table]
     if bad:
         p.error(f"unknown target {bad[0]!r}; available: {', '.join(table)}")
