@@ -227,7 +227,7 @@ def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
                              validation=None if v is None else v.to_dict(), target=target,
                              cost=c, plots=report_plots(archive, name, plots)),
         row={"name": name, "status": "finished" if v is None or validated else v.outcome,
-             "winners": winners_for_emit(ctx.cfg, hp, v), "validated": validated,
+             "winners": winners_for_emit(ctx.cfg, hp),  # the stages': emitted lr in target.yaml "validated": validated,
              "drift_log2": None if v is None else v.drift_log2,
              "saved_gpu_hours": c["saved_gpu_hours"]}))
     for note in notes:
