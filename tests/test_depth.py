@@ -41,7 +41,7 @@ def test_the_deep_proxy_is_four_times_deeper_by_default():
 
 
 def test_at_depth_builds_deeper_with_the_same_base_depth():
-    deep = depth.at_depth(ctx(), 8).plan.family
+    deep = depth.at_depth(ctx(), 8).proxies.family
     assert deep.n_layers == 8 and deep.base_depth == 2
     assert deep.residual_mult == rules.residual_mult(4.0, deep.depth_alpha)
 
