@@ -17,7 +17,8 @@ XS = grid(-7.0, 3, 1.0)  # -8, -7, -6
 def _ctx():
     v = SimpleNamespace(points=3, seeds=2, step_log2=1.0, max_extend=1)
     return SimpleNamespace(cfg=SimpleNamespace(validation=v),
-                           plan=SimpleNamespace(width=32, validation_width=128),
+                           proxies=SimpleNamespace(width=32, validation_width=128,
+                                                   widths=lambda: [32, 128]),
                            lock=contextlib.nullcontext)
 
 
