@@ -24,7 +24,6 @@ Plain numpy: no Optuna, no config.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -116,7 +115,3 @@ def trajectory(widths: Sequence[int], vertices: Sequence[float], draws: np.ndarr
         interval=models[model]["interval"], models=models,
         disagreement=abs(est - models[other]["estimate"]),
         from_widest=est - float(v[int(np.argmax(widths))]), confidence=confidence)
-
-
-def finite(t: Trajectory | None) -> bool:
-    return t is not None and math.isfinite(t.estimate) and all(map(math.isfinite, t.interval))
