@@ -136,8 +136,11 @@ def train_point(run_dir: Path, target: dict, cfg, hp: dict, corpus, *, log2_lr: 
     model = hf.granite_model(run_dir)
     apply.init_(model, target, seed=seed)
     groups = apply.param_groups(model, target)
-    base_lr, base_wd = float(target["train"]["lr_transferred"]), float(
-        target["train"]["weight_decay"])
+    # The groups' lr in target.yaml are the launch lr (train.lr: lr_transferred × the horizon
+    # and batch rules) times each group's μP/depth factor; the ratio to train.lr is that factor.
+    # (Dividing by lr_transferred instead trained every point at lr_factor × its nominal lr:
+    # 0.48× on the 3B targets, the −1.05 octave the first control measured.)
+    base_lr, base_wd = float(target["train"]["lr"]), float(target["train"]["weight_decay"])
     for g in groups:
         scale = g["lr"] / base_lr  # the group's μP factor (hidden: 1 / width_mult, ...)
         g["lr"] = spec.lr * scale
@@ -172,7 +175,8 @@ def train_point(run_dir: Path, target: dict, cfg, hp: dict, corpus, *, log2_lr: 
 
 def point_key(run_dir: Path, target: dict, log2_lr: float, seed: int) -> str:
     ident = json.dumps({"run": run_dir.name, "model": target["model"], "log2_lr": round(log2_lr, 6),
-                        "seed": seed, "lr_transferred": target["train"]["lr_transferred"]},
+                        "seed": seed, "lr_transferred": target["train"]["lr_transferred"],
+                        "scale_basis": "train.lr"},
                        sort_keys=True)
     return hashlib.sha256(ident.encode()).hexdigest()[:20]
 

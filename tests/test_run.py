@@ -11,7 +11,8 @@ from omegaconf import OmegaConf, read_write
 
 from transfer.cli import run
 from transfer.cli.sweep import sweep
-from transfer.plan.config import Config, ParamConf, StageConf, to_config
+from transfer.plan.compose import as_config
+from transfer.plan.config import Config, ParamConf, StageConf
 from transfer.plan.errors import UserError
 from transfer.plan.planner import make_context, plan_sweep
 from transfer.search import default_hparams
@@ -87,7 +88,7 @@ def test_a_value_left_unset_is_a_user_error_naming_it():
     with read_write(cfg):
         cfg.hardware.price_per_gpu_hour = "???"  # as a hardware file that leaves it out
     with pytest.raises(UserError, match=r"hardware\.price_per_gpu_hour is not set"):
-        to_config(cfg)
+        as_config(cfg)
 
 
 def test_a_smoke_sweep_runs_on_the_plain_config(tmp_path, monkeypatch):

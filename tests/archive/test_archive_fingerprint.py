@@ -24,7 +24,6 @@ from transfer.plan.config import (
     StorageConf,
     TrainConf,
     ValidationConf,
-    to_container,
 )
 
 DATA_HASH = "ab" * 32
@@ -34,7 +33,7 @@ VERSIONS = {"torch": "2.13.0", "mup": "1.0.0", "optuna": "5.0.0", "python": "3.1
 @pytest.fixture(scope="module")
 def cfg() -> dict:
     c = compose(["model=tiny", "budget=smoke", "stages=multipliers"])
-    return to_container(c)
+    return OmegaConf.to_container(c, resolve=True)
 
 
 def fp(cfg: dict, *, data_hash: str = DATA_HASH, versions: dict = VERSIONS) -> str:

@@ -8,16 +8,17 @@ input is checked before the archive is touched.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import sys
 import time
 
 import optuna
 import torch
-from omegaconf import DictConfig, OmegaConf
 
 from transfer.archive import code_version
 from transfer.outputs.assemble import finalize, write_partial
+from transfer.plan.compose import as_config
+from transfer.plan.config import Config
 from transfer.plan.errors import UserError
 from transfer.plan.planner import make_context, plan_sweep
 from transfer.search import (
@@ -38,8 +39,7 @@ def _worker_job(cfg_container: dict, worker: int) -> None:
     """What a local worker process runs (`start_workers`): the same stages and the same grids
     (`run_grids`, as the finalizing process) on the same studies, no finalisation."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # spawned: the CLI's setting is not
-    cfg = OmegaConf.create(cfg_container)                 # inherited; progress lines only
-    plan = plan_sweep(cfg)
+    plan = plan_sweep(as_config(cfg_container))           # inherited; progress lines only
     storage = make_storage(plan.config.storage, run_dir=plan.archive.run_dir(plan.name))
     ctx = make_context(plan, storage, worker=worker)
     try:
@@ -48,14 +48,15 @@ def _worker_job(cfg_container: dict, worker: int) -> None:
         print(f"worker {worker}: {e}", file=sys.stderr)
 
 
-def run_sweep(cfg: DictConfig) -> int:
-    """The whole job; returns the exit code (0 validated, 3 rejected, 4 inconclusive). Raises
-    UserError. Optuna's logging is the caller's (the CLI quiets it: `transfer.cli.sweep`)."""
+def run_sweep(cfg) -> int:
+    """The whole job for `cfg` (a composed config or a `Config`); returns the exit code (0
+    validated, 3 rejected, 4 inconclusive). Raises UserError. Optuna's logging is the caller's
+    (the CLI quiets it: `transfer.cli.sweep`)."""
     started = time.time()
     phases = {"startup": process_age()}  # interpreter, imports, Hydra: before this function
+    cfg: Config = as_config(cfg)
     if cfg.workers == "auto":  # a number from here on (workers and the fingerprint alike)
-        cfg = copy.deepcopy(cfg)
-        cfg.workers = resolve_workers(cfg.workers, str(cfg.device))
+        cfg = dataclasses.replace(cfg, workers=resolve_workers(cfg.workers, str(cfg.device)))
     plan = plan_sweep(cfg)
     if cfg.workers > 1:  # this process trains one share of the cores, like each worker; the
         torch.set_num_threads(threads_per_process(cfg.workers))  # probes time that share
@@ -89,7 +90,7 @@ def run_sweep(cfg: DictConfig) -> int:
     ctx.prediction = pred
     ctx.progress.line(predict.line(pred, phases))
     # after the probes: they time an idle machine
-    procs, _ = start_workers(OmegaConf.to_container(cfg, resolve=True), _worker_job)
+    procs, _ = start_workers(dataclasses.asdict(cfg), _worker_job)
     try:
         with timed(ctx.phases, "stages"):
             hp = run_stages(ctx)

@@ -24,7 +24,7 @@ PREDICTION_TOLERANCE = 0.10  # the drill's goal: predicted stage seconds within 
 
 
 def as_dict(obj: Any) -> dict:
-    """A plain dict from a dict, an OmegaConf DictConfig or a config dataclass."""
+    """A plain dict from a mapping or a config dataclass."""
     if is_dataclass(obj) and not isinstance(obj, type):
         return asdict(obj)
     if isinstance(obj, Mapping):

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import logging
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from mup import MuReadout
 from torch import nn
 
+from transfer.plan.compose import locate_callable, locate_object
 from transfer.plan.errors import UserError
 
 SIGNATURE = "build(width: int) -> torch.nn.Module"
@@ -58,39 +58,18 @@ class AuditFailed(UserError):
 
 
 # ---- the builder --------------------------------------------------------------------------
-@contextlib.contextmanager
-def _quiet_hydra() -> Iterator[None]:
-    """hydra.utils.get_method logs every failure before raising; we report it once ourselves."""
-    log = logging.getLogger("hydra.utils")
-    was, log.disabled = log.disabled, True
-    try:
-        yield
-    finally:
-        log.disabled = was
-
-
 def resolve_builder(target: str) -> Callable[..., nn.Module]:
     """The callable at the dotted path `target`, from the live config only (never an archive)."""
-    from hydra.utils import get_method
-
     where = f"proxy.builder._target_={target!r}"
     try:
-        with _quiet_hydra():
-            return get_method(target)
+        return locate_callable(target)
     except Exception as e:  # noqa: BLE001 - import errors of user code come in every kind
         cause = e.__cause__ or e
         reason = " ".join(f"{type(cause).__name__}: {cause}".split())
         if "Located non-callable" in str(e):
-            reason = f"it names an object of type {type(_locate_quietly(target)).__name__}, not a function"
+            reason = f"it names an object of type {type(locate_object(target)).__name__}, not a function"
         raise UserError(f"{where} does not import: {reason}; give the dotted path of a function "
                         f"{SIGNATURE} on the Python path (e.g. my_pkg.models.build)") from None
-
-
-def _locate_quietly(target: str):
-    from hydra.utils import get_object
-
-    with _quiet_hydra():
-        return get_object(target)
 
 
 def check_signature(build: Callable, target: str) -> None:

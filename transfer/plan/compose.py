@@ -1,14 +1,23 @@
-"""The one Hydra compose: `conf/` ships inside the package (`transfer/conf`, found as the module
-`transfer.conf`, so a wheel works from any directory), and the CLIs, `validate_model`, the tests
-and the benchmarks all compose through here.
+"""The one place below `transfer.cli` that touches Hydra and OmegaConf.
+
+- `compose`: `conf/` ships inside the package (`transfer/conf`, found as the module
+  `transfer.conf`, so a wheel works from any directory); the CLIs, `validate_model`, the tests
+  and the benchmarks all compose through here. `hydra_main` is the CLIs' `@hydra.main`.
+- `as_config`: a composed `DictConfig` → the plain `Config` dataclasses that everything past the
+  CLI reads (`transfer.plan.planner` takes either and keeps the dataclasses).
+- `instantiate`, `locate_callable`, `locate_object`: Hydra's `_target_` instantiation and
+  dotted-path lookup, for the proxy family and a user's builder.
 
 Standard library only at import: `--help` reads `CONF_DIR` without paying for Hydra.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import logging
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 CONF_MODULE = "transfer.conf"  # Hydra's `pkg://` search path / `initialize_config_module`
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the same files, for --help
@@ -23,8 +32,6 @@ def compose(overrides: Sequence[str] = ()):
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    from transfer.plan.config import register_configs
-
     register_configs()
     if GlobalHydra.instance().is_initialized():
         return hydra_compose(CONFIG_NAME, overrides=list(overrides))
@@ -38,8 +45,6 @@ def hydra_main(task):
 
     import hydra
 
-    from transfer.plan.config import register_configs
-
     register_configs()
 
     @hydra.main(config_path=f"pkg://{CONF_MODULE}", config_name=CONFIG_NAME,
@@ -48,3 +53,65 @@ def hydra_main(task):
         sys.exit(task(cfg))
 
     _main()
+
+
+def register_configs() -> None:
+    """The schema (`transfer.plan.config.Config`) in Hydra's ConfigStore, as `conf/config.yaml`'s
+    defaults name it."""
+    from hydra.core.config_store import ConfigStore
+
+    from transfer.plan.config import Config
+
+    ConfigStore.instance().store(name="schema", node=Config)
+
+
+def as_config(cfg):
+    """`cfg` as plain `Config` dataclasses, no OmegaConf left: a `Config` as it is; a composed
+    `DictConfig`, or a plain container (a spawned worker's), typed against the schema. A value
+    left `???` is a user error naming the key."""
+    from omegaconf import MissingMandatoryValue, OmegaConf
+
+    from transfer.plan.config import Config
+    from transfer.plan.errors import UserError
+
+    if isinstance(cfg, Config):
+        return cfg
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), cfg))
+    except MissingMandatoryValue as e:
+        raise UserError(f"{e.full_key} is not set (???); pass {e.full_key}=<value>") from None
+
+
+@contextlib.contextmanager
+def _quiet_hydra() -> Iterator[None]:
+    """hydra.utils logs every lookup failure before raising; callers report it once themselves."""
+    log = logging.getLogger("hydra.utils")
+    was, log.disabled = log.disabled, True
+    try:
+        yield
+    finally:
+        log.disabled = was
+
+
+def instantiate(node: Mapping[str, Any], **kwargs: Any) -> Any:
+    """`hydra.utils.instantiate(node, **kwargs)`: the object `node["_target_"]` names."""
+    from hydra.utils import instantiate as hydra_instantiate
+
+    return hydra_instantiate(dict(node), **kwargs)
+
+
+def locate_callable(path: str) -> Any:
+    """`hydra.utils.get_method(path)`: the callable at a dotted path (raises as Hydra does,
+    without Hydra's log line)."""
+    from hydra.utils import get_method
+
+    with _quiet_hydra():
+        return get_method(path)
+
+
+def locate_object(path: str) -> Any:
+    """`hydra.utils.get_object(path)`: whatever the dotted path names."""
+    from hydra.utils import get_object
+
+    with _quiet_hydra():
+        return get_object(path)

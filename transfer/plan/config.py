@@ -1,7 +1,9 @@
-"""Structured-config schema (registered once with Hydra's ConfigStore) and its validation.
+"""The config as plain dataclasses (`Config`), and its validation.
 
-YAML groups in `conf/` extend these dataclasses; OmegaConf checks types, `check_config` checks
-everything a type cannot (ranges, divisibility, ordering) and raises `UserError` naming the field.
+YAML groups in `conf/` extend these dataclasses (registered with Hydra's ConfigStore by
+`transfer.plan.compose`, which also turns a composed config into a `Config`); OmegaConf checks
+types, `check_config` checks everything a type cannot (ranges, divisibility, ordering) and
+raises `UserError` naming the field. Nothing here imports Hydra or OmegaConf.
 """
 
 from __future__ import annotations
@@ -11,15 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, MissingMandatoryValue, OmegaConf
-
 from transfer.outputs import rules
 from transfer.outputs import scaling as rules_
 from transfer.plan.errors import UserError
 from transfer.plan.hparams import TUNABLE  # the stage spaces are checked against it
 
 PARAM_TYPES = ("float", "int", "categorical")
+MISSING = "???"  # OmegaConf's mandatory-value marker (omegaconf.MISSING), as a schema default
 
 
 @dataclass
@@ -81,8 +81,8 @@ class ProxyConf:
 
 def validation_width(proxy: Mapping[str, Any] | ProxyConf) -> int:
     """The width the validator re-sweeps at: `proxy.validation_width`, or 4 × `proxy.width`
-    when that is None (ProxyConf's default). `proxy` is the config's proxy group: a DictConfig,
-    a plain dict or a ProxyConf."""
+    when that is None (ProxyConf's default). `proxy` is the config's proxy group: a ProxyConf or
+    a plain dict (config.yaml's)."""
     p = proxy if isinstance(proxy, Mapping) else vars(proxy)
     return p.get("validation_width") or 4 * p["width"]
 
@@ -277,10 +277,6 @@ class Config:
     progress: str = "auto"  # auto | bar | lines | off
 
 
-def register_configs() -> None:
-    ConfigStore.instance().store(name="schema", node=Config)
-
-
 def _fail(msg: str) -> None:
     raise UserError(msg)
 
@@ -303,7 +299,7 @@ def _check_space(stage: str, name: str, p: ParamConf) -> None:
         _fail(f"{where}: log scale needs low > 0, got {p.low}")
 
 
-def check_config(cfg: DictConfig | Config) -> None:
+def check_config(cfg: Config) -> None:
     """Everything a user can get wrong that a type cannot catch, one field per message."""
     c = cfg
     if c.proxy.parametrization not in ("mup", "sp"):
@@ -361,11 +357,11 @@ def check_config(cfg: DictConfig | Config) -> None:
     if not 0 <= c.proxy.depth_alpha <= 1:
         _fail(f"proxy.depth_alpha={c.proxy.depth_alpha} must be in [0, 1] (0 μP, 0.5 Depth-μP, "
               "1 CompleteP)")
-    if getattr(c.proxy, "base_depth", None) is not None and c.proxy.base_depth < 1:
+    if c.proxy.base_depth is not None and c.proxy.base_depth < 1:
         _fail(f"proxy.base_depth must be >= 1, got {c.proxy.base_depth}")
-    if getattr(v, "depth", None) is not None and v.depth < 2:
+    if v.depth is not None and v.depth < 2:
         _fail(f"validation.depth must be >= 2 layers, got {v.depth}")
-    if getattr(v, "horizon_ratio", 4.0) < 4:
+    if v.horizon_ratio < 4:
         _fail(f"validation.horizon_ratio must be >= 4 (budgets at least 4× apart), got "
               f"{v.horizon_ratio}")
     if v.horizon_max_ci <= 0:
@@ -392,21 +388,7 @@ def check_config(cfg: DictConfig | Config) -> None:
 def _check_scaling(s) -> None:
     for key, allowed in (("batch_rule", rules_.BATCH_RULES), ("horizon_rule", rules_.HORIZON_RULES),
                          ("warmup_rule", rules_.WARMUP_RULES), ("batch_lr_rule", ("adam_sqrt", "none"))):
-        if s[key] not in allowed:
-            _fail(f"scaling.{key}={s[key]!r}; use one of {', '.join(allowed)}")
+        if getattr(s, key) not in allowed:
+            _fail(f"scaling.{key}={getattr(s, key)!r}; use one of {', '.join(allowed)}")
     if s.batch_rule == "fixed" and not s.batch_tokens:
         _fail("scaling.batch_rule=fixed needs scaling.batch_tokens (tokens per step), e.g. 4.0e+6")
-
-
-def to_container(cfg: DictConfig) -> dict:
-    return OmegaConf.to_container(cfg, resolve=True)
-
-
-def to_config(cfg: DictConfig) -> Config:
-    """The resolved config as plain `Config` dataclasses, no OmegaConf left: what the job layer
-    hands below it (the run `Context`). A config built without the schema (a spawned worker's,
-    from a container) is typed against it first; a value left `???` is a user error."""
-    try:
-        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), cfg))
-    except MissingMandatoryValue as e:
-        raise UserError(f"{e.full_key} is not set (???); pass {e.full_key}=<value>") from None

@@ -14,9 +14,6 @@ import dataclasses
 import functools
 from collections.abc import Callable
 
-from hydra.utils import get_class
-from omegaconf import DictConfig, OmegaConf
-
 from proxies.registry import size as proxy_size
 from transfer.plan.audit import (
     AuditFailed,
@@ -25,7 +22,8 @@ from transfer.plan.audit import (
     probe_output,
     resolve_builder,
 )
-from transfer.plan.config import ProxyConf, check_config
+from transfer.plan.compose import locate_object
+from transfer.plan.config import Config, ProxyConf, check_config
 from transfer.plan.config import validation_width as resolved_validation_width
 from transfer.plan.data import Corpus, load_corpus
 from transfer.plan.errors import UserError
@@ -38,9 +36,9 @@ FAMILY_TARGET = "proxies.custom.CustomFamily"
 STAGE = "lr"  # the only stage: the model's own code fixes everything else
 
 
-def _target(cfg: DictConfig, build: Callable | None) -> str:
+def _target(cfg: Config, build: Callable | None) -> str:
     node = cfg.proxy.builder
-    if OmegaConf.is_missing(node, "_target_") or not node.get("_target_"):
+    if node.get("_target_") in (None, "", "???"):
         if build is not None:
             return f"{build.__module__}.{getattr(build, '__qualname__', 'build')}"
         raise UserError("proxy.builder._target_ is not set; pass proxy=custom "
@@ -54,18 +52,17 @@ def _target(cfg: DictConfig, build: Callable | None) -> str:
     return target
 
 
-def _builder(cfg: DictConfig, target: str, build: Callable | None) -> Callable:
+def _builder(cfg: Config, target: str, build: Callable | None) -> Callable:
     """The user's callable; extra keys under proxy.builder are bound as keyword arguments."""
     fn = build if build is not None else resolve_builder(target)
-    kwargs = {k: v for k, v in OmegaConf.to_container(cfg.proxy.builder, resolve=True).items()
-              if not k.startswith("_")}
+    kwargs = {k: v for k, v in cfg.proxy.builder.items() if not k.startswith("_")}
     if kwargs:
         fn = functools.partial(fn, **kwargs)
     check_signature(fn, target)
     return fn
 
 
-def _check_custom(cfg: DictConfig) -> None:
+def _check_custom(cfg: Config) -> None:
     """What the sweep may set but a custom model must not: each is the model's own business."""
     if cfg.workers != 1:
         raise UserError(f"workers={cfg.workers}: validation of a custom model runs in one process; "
@@ -73,8 +70,8 @@ def _check_custom(cfg: DictConfig) -> None:
     if not cfg.validation.enabled:
         raise UserError("validation.enabled=false leaves nothing to check; drop that override")
     for k in MODEL_HPARAMS:
-        if cfg.proxy[k] != getattr(ProxyConf, k):
-            raise UserError(f"proxy.{k}={cfg.proxy[k]} has no effect with proxy=custom: the "
+        if getattr(cfg.proxy, k) != getattr(ProxyConf, k):
+            raise UserError(f"proxy.{k}={getattr(cfg.proxy, k)} has no effect with proxy=custom: the "
                             f"μP multipliers live in your model; drop the override")
     if STAGE not in cfg.stages.stage:
         raise UserError(f"stages.stage has no {STAGE!r} stage, which finds the grid centre; "
@@ -85,8 +82,8 @@ def _check_custom(cfg: DictConfig) -> None:
                         "proxy=custom the lr stage tunes lr only")
 
 
-def custom_proxies(cfg: DictConfig, *, build: Callable | None = None
-                   ) -> tuple[DictConfig, ProxyPlan, Corpus]:
+def custom_proxies(cfg: Config, *, build: Callable | None = None
+                   ) -> tuple[Config, ProxyPlan, Corpus]:
     """Every input check, the audit and the output probe; touches nothing on disk.
 
     Returns the config with the lr stage only, the proxy plan (its `derived` holds the builder,
@@ -108,10 +105,10 @@ def custom_proxies(cfg: DictConfig, *, build: Callable | None = None
         seq_len = p.seq_len or proxy_size(p.size)["seq_len"]
     except ValueError as e:
         raise UserError(f"proxy.size: {e}") from None
-    corpus = load_corpus(**OmegaConf.to_container(cfg.data, resolve=True))
-    family = get_class(FAMILY_TARGET)(
+    corpus = load_corpus(**dataclasses.asdict(cfg.data))
+    family = locate_object(FAMILY_TARGET)(
         build_fn=fn, seq_len=seq_len, vocab_size=corpus.vocab_size, base_width=base_width,
-        target=target, fixed={k: float(p[k]) for k in MODEL_HPARAMS})
+        target=target, fixed={k: float(getattr(p, k)) for k in MODEL_HPARAMS})
     if "n_layers" in family.depth_keywords:  # the depth hook (proxies/custom.py)
         n = p.n_layers or proxy_size(p.size)["n_layers"]
         family = dataclasses.replace(family, n_layers=n, base_depth=p.base_depth or n,

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
-
 from proxies.registry import size as proxy_size
+from transfer.plan.compose import instantiate
+from transfer.plan.config import Config
 from transfer.plan.config import grid_widths as resolved_grid_widths
 from transfer.plan.config import validation_width as resolved_validation_width
 from transfer.plan.errors import UserError
@@ -53,7 +52,7 @@ def _kv_group(target_ratio: int, heads: int, explicit: int | None, widths, d_hea
     return group, note
 
 
-def plan_proxies(cfg: DictConfig) -> ProxyPlan:
+def plan_proxies(cfg: Config) -> ProxyPlan:
     """Instantiate the proxy family named by `proxy.builder._target_` for this target."""
     p, m = cfg.proxy, cfg.model
     try:
@@ -76,7 +75,7 @@ def plan_proxies(cfg: DictConfig) -> ProxyPlan:
     kv_group, kv_note = _kv_group(m.n_heads // m.n_kv_heads, width // d_head, p.kv_group,
                                   (*widths, base_width), d_head)
     def pick(name, from_target):
-        return from_target if p.get(name) is None else p[name]
+        return from_target if getattr(p, name) is None else getattr(p, name)
 
     derived = {
         "n_layers": n_layers, "d_head": d_head, "seq_len": seq_len, "kv_group": kv_group,
@@ -85,22 +84,22 @@ def plan_proxies(cfg: DictConfig) -> ProxyPlan:
         "positions": pick("positions", m.positions),
         "tied_embeddings": bool(pick("tied_embeddings", m.tied_embeddings)),
         # the target's rotary base and norm ε: a family that takes them builds with them
-        "rope_theta": float(m.get("rope_theta", 10000.0)),
+        "rope_theta": float(m.rope_theta),
         "norm_eps": float(m.norm_eps),
         "depth_alpha": float(p.depth_alpha),
-        "base_depth": int(p.get("base_depth") or n_layers),
+        "base_depth": int(p.base_depth or n_layers),
     }
     # depth, head dimension and context differences are stated by the emitter itself
     notes = [kv_note] if kv_note else []
     return ProxyPlan(None, width, validation_width, base_width, derived, notes, widths)
 
 
-def instantiate_family(cfg: DictConfig, plan: ProxyPlan, vocab_size: int) -> ProxyPlan:
+def instantiate_family(cfg: Config, plan: ProxyPlan, vocab_size: int) -> ProxyPlan:
     """Build the family object once the data (and so the vocabulary) is known."""
-    builder = OmegaConf.to_container(cfg.proxy.builder, resolve=True)
+    builder = dict(cfg.proxy.builder)
     kwargs = dict(plan.derived, vocab_size=vocab_size, base_width=plan.base_width,
                   parametrization=cfg.proxy.parametrization,
-                  **{k: cfg.proxy[k] for k in MODEL_HPARAMS})
+                  **{k: getattr(cfg.proxy, k) for k in MODEL_HPARAMS})
     try:
         family = instantiate(builder, **kwargs)
     except Exception as e:  # noqa: BLE001 - Hydra wraps import and argument errors alike

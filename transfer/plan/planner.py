@@ -6,12 +6,14 @@ name and archive. `plan_sweep` plans the built-in family's run (`python -m trans
 both end in the same tail (fingerprint, name, archive, writable check). Everything a user can
 get wrong is raised here, as a `UserError`, before anything is written. `make_context` then
 gives the plan's stages and grids their `Context`, which carries the config as plain `Config`
-dataclasses (`Plan.config`): Hydra's DictConfig stays in `transfer.cli` and `transfer.plan`
-(config, compose, planner, family, custom, audit); nothing below the plan reads it.
+dataclasses (`Plan.config`). Both planners take a `Config` (or a composed config, which
+`transfer.plan.compose.as_config` turns into one first): Hydra's DictConfig stays in
+`transfer.cli` and `transfer.plan.compose`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -20,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import optuna
-from omegaconf import DictConfig, OmegaConf
 
 from transfer.archive import Archive, code_hashes, fingerprint, library_versions
-from transfer.plan.config import Config, check_config, to_config
+from transfer.plan.compose import as_config
+from transfer.plan.config import Config, check_config
 from transfer.plan.custom import custom_proxies
 from transfer.plan.data import Corpus, load_corpus
 from transfer.plan.errors import UserError
@@ -43,26 +45,28 @@ class Plan:
     fingerprint: str  # what the proxies' results depend on (transfer.archive.fingerprint)
     name: str  # the run folder's name
     archive: Archive
-    config: Config  # `cfg` as plain dataclasses (transfer.plan.config.to_config): the Context's
+    config: Config  # the config as plain dataclasses: the Context's
     # the code that decides a trial's result, part → hash (transfer.archive.code): in
     # `fingerprint`, not in `config_fingerprint` (the same config under other code)
     code: dict = field(default_factory=dict)
     config_fingerprint: str = ""
 
 
-def plain_config(cfg: DictConfig, derived: dict) -> dict:
-    """The resolved config as plain data with `derived` (what was derived from the target)
-    added: config.yaml's content, and the fingerprint's starting point."""
-    plain = OmegaConf.to_container(cfg, resolve=True)
+def plain_config(cfg: Config, derived: dict) -> dict:
+    """The config as plain data with `derived` (what was derived from the target) added:
+    config.yaml's content, and the fingerprint's starting point."""
+    plain = dataclasses.asdict(cfg)
     plain["derived"] = derived
     return plain
 
 
-def plan_sweep(cfg: DictConfig) -> Plan:
-    """The sweep's plan: validate everything a user can get wrong; touches nothing on disk."""
+def plan_sweep(cfg) -> Plan:
+    """The sweep's plan for `cfg` (a `Config`, or a composed config): validate everything a
+    user can get wrong; touches nothing on disk."""
+    cfg = as_config(cfg)
     check_config(cfg)
     proxies = plan_proxies(cfg)
-    corpus = load_corpus(**OmegaConf.to_container(cfg.data, resolve=True))
+    corpus = load_corpus(**dataclasses.asdict(cfg.data))
     proxies = instantiate_family(cfg, proxies, corpus.vocab_size)
     payload = plain_config(cfg, proxies.derived)
     # Fingerprint what the proxies *are*: a value pinned in proxy.* and the same value derived
@@ -74,10 +78,11 @@ def plan_sweep(cfg: DictConfig) -> Plan:
         f"{cfg.model.name}-{cfg.proxy.parametrization}-{cfg.budget}-{fp[:8]}"))
 
 
-def plan_custom(cfg: DictConfig, *, build: Callable | None = None) -> Plan:
-    """A custom model's plan: every input check, the audit and the output probe
-    (`transfer.plan.custom`); touches nothing on disk. Raises `AuditFailed` or another UserError."""
-    cfg, proxies, corpus = custom_proxies(cfg, build=build)
+def plan_custom(cfg, *, build: Callable | None = None) -> Plan:
+    """A custom model's plan for `cfg` (a `Config`, or a composed config): every input check,
+    the audit and the output probe (`transfer.plan.custom`); touches nothing on disk. Raises
+    `AuditFailed` or another UserError."""
+    cfg, proxies, corpus = custom_proxies(as_config(cfg), build=build)
     payload = plain_config(cfg, proxies.derived)
     # Fingerprint what the proxies are, as the sweep does: resolved widths and context.
     payload["proxy"].update(validation_width=proxies.validation_width,
@@ -87,7 +92,7 @@ def plan_custom(cfg: DictConfig, *, build: Callable | None = None) -> Plan:
         r"[^A-Za-z0-9._=+-]", "_", f"validate-{target}-{cfg.budget}-{fp[:8]}"))
 
 
-def _planned(cfg: DictConfig, proxies: ProxyPlan, corpus: Corpus, payload: dict,
+def _planned(cfg: Config, proxies: ProxyPlan, corpus: Corpus, payload: dict,
              default_name: Callable[[str], str]) -> Plan:
     """Both plans' tail: the fingerprint of `payload`, the run name (name= or
     `default_name(fingerprint)`), and an archive the run can be written to."""
@@ -100,7 +105,7 @@ def _planned(cfg: DictConfig, proxies: ProxyPlan, corpus: Corpus, payload: dict,
     archive.run_dir(name)  # a name= that is not a plain folder name is a user error
     _check_writable(archive.root)
     return Plan(plain_config(cfg, proxies.derived), proxies, corpus, fp, name, archive,
-                to_config(cfg), code, config_fp)
+                cfg, code, config_fp)
 
 
 def _check_writable(root: Path) -> None:
@@ -114,8 +119,7 @@ def _check_writable(root: Path) -> None:
 
 def make_context(plan: Plan, storage, *, worker: int = 0) -> Context:
     """The Context the plan's stages and grids run in, on `storage`; progress is shown by the
-    launching process only (worker `worker * workers`). Its `cfg` is `plan.config`: plain
-    dataclasses, not the DictConfig."""
+    launching process only (worker `worker * workers`). Its `cfg` is `plan.config`."""
     cfg = plan.config
     run_dir = plan.archive.run_dir(plan.name)
     ctx = Context(cfg=cfg, proxies=plan.proxies, corpus=plan.corpus, storage=storage,
