@@ -9,7 +9,8 @@ from helpers_sweep import TINY, compose_cfg, only_run
 
 from transfer.cli.sweep import sweep
 from transfer.plan.planner import plan_sweep
-from transfer.search import Context, predict
+from transfer.search import Context, predict, stage_space
+from transfer.search.stages import expected_trial_seconds, stage_layout
 
 STEP, EVAL, SETUP = 0.01, 0.05, 0.2  # seconds: a step, an evaluation, building a trial
 
@@ -52,6 +53,29 @@ def test_the_batch_stage_prices_the_choices_it_will_queue():
     cfg, seq = ctx.cfg, ctx.proxies.family.seq_len
     at_16 = SETUP + cfg.train.tokens // (16 * seq) * STEP + cfg.train.n_evals * EVAL
     assert math.isclose(predict.predict_run(ctx)["stages"]["batch_size"], at_16)
+
+
+def test_a_first_batch_stage_is_priced_as_seed_stage_lays_it_out():
+    """A batch stage first (nothing to copy): seed_stage queues the incumbent's 2 nearest
+    other choices, 16 and 64, not the incumbent itself; the price is those two trials."""
+    ctx = _ctx(["validation.enabled=false", "stages.order=[batch_size]",
+                "stages.stage.batch_size.trials=2", "train.batch_size=32", "pruner.kind=none"])
+    cfg, seq = ctx.cfg, ctx.proxies.family.seq_len
+    hp = predict.default_hparams(cfg)
+    copied, queued = stage_layout(stage_space(cfg, "batch_size", hp), hp, 2, has_previous=False)
+    assert not copied and queued == [{"batch_size": 16}, {"batch_size": 64}]
+    at = {b: SETUP + cfg.train.tokens // (b * seq) * STEP + cfg.train.n_evals * EVAL
+          for b in (16, 64)}
+    assert math.isclose(predict.predict_run(ctx)["stages"]["batch_size"], at[16] + at[64])
+
+
+def test_the_stage_eta_and_the_prediction_read_one_layout():
+    ctx = _ctx(["validation.enabled=false", "stages.order=[lr,batch_size]",
+                "stages.stage.batch_size.trials=3", "train.batch_size=32", "pruner.kind=median"])
+    hp = predict.default_hparams(ctx.cfg)
+    per = expected_trial_seconds(ctx, hp, 1, "batch_size")
+    assert per[0] == 0.0 and len(per) == 3  # the copied incumbent, then 16 and 64
+    assert math.isclose(predict.predict_run(ctx)["stages"]["batch_size"], sum(per))
 
 
 def test_no_pruner_prices_every_trial_in_full():

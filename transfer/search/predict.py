@@ -29,65 +29,30 @@ from __future__ import annotations
 
 from transfer.outputs import cost as costs
 from transfer.plan.planner import Plan
-from transfer.search import (
-    PRUNER_STARTUP_TRIALS,
-    Context,
-    choices,
-    default_hparams,
-    n_finished,
-    nearest_choices,
-    open_study,
-    predict_seconds,
-    pruner_warmup,
-    stage_space,
-)
+from transfer.search import Context, default_hparams, n_finished, open_study, predict_seconds
+from transfer.search.stages import expected_trial_seconds
 from transfer.verdict import depth, horizon
-from transfer.verdict.width import open_validation_study
+from transfer.verdict.coord import COORD_BATCH
+from transfer.verdict.width import coord_widths, open_validation_study
 
 FINALIZE_SECONDS = 4.0  # fits, 4-6 PNGs, report, target.yaml, hf/: 2-5 s on 2 CPU cores here
-PRUNE_PROBABILITY = 0.5  # a median rule stops about half the trials it may stop
 
 
 def _stage_seconds(ctx: Context, hp: dict, index: int, name: str) -> float:
-    cfg = ctx.cfg
-    n = int(cfg.stages.stage[name].trials)
-    full = predict_seconds(ctx, hp, ctx.proxies.width)
-    space = stage_space(cfg, name, hp)
-    per_trial = [full] * n
-    if len(space) == 1:  # one categorical parameter: its choices are queued, each probed
-        pname, p = next(iter(space.items()))
-        options = choices(p)
-        if options is not None and pname == "batch_size":  # as seed_stage queues them
-            others = nearest_choices(options, hp["batch_size"], n - 1)
-            per_trial = [full] + [predict_seconds(ctx, dict(hp, batch_size=c), ctx.proxies.width)
-                                  for c in others]
-    if index > 0:  # the incumbent: the previous stage's best, copied
-        per_trial[0] = 0.0
-    kind = cfg.pruner.kind
-    if kind == "none":
-        return sum(per_trial)
-    evals = max(1, int(cfg.train.n_evals))
-    share = min(1.0, (pruner_warmup(cfg) + 1) / evals)  # trained before it may be pruned
-    keep = 1.0 - PRUNE_PROBABILITY * (1.0 - share)
-    return sum(t if i < PRUNER_STARTUP_TRIALS else t * keep for i, t in enumerate(per_trial))
+    return sum(expected_trial_seconds(ctx, hp, index, name))
 
 
 def _coord_seconds(ctx: Context, hp: dict, t_step: dict[int, float]) -> float:
-    """The coordinate check's steps at every coord width: per-step time linear in FLOPs per
-    token through the two probed widths, at the check's batch of 8."""
-    v, fam = ctx.cfg.validation, ctx.proxies.family
+    """The coordinate check's steps at each of its widths (`transfer.verdict.width.coord_widths`):
+    per-step time linear in FLOPs per token through the two probed widths, at the check's batch
+    (`COORD_BATCH`)."""
+    fam = ctx.proxies.family
     (w0, s0), (w1, s1) = sorted(t_step.items())
     f0, f1 = fam.flops_per_token(w0), fam.flops_per_token(w1)
     slope = (s1 - s0) / (f1 - f0) if f1 != f0 else 0.0
-    batch = 8 / int(hp["batch_size"])
-    total = 0.0
-    for w in v.coord_widths:
-        try:
-            fam.check_width(w)
-        except ValueError:
-            continue
-        total += int(v.coord_steps) * max(0.0, s0 + slope * (fam.flops_per_token(w) - f0)) * batch
-    return total
+    batch = COORD_BATCH / int(hp["batch_size"])
+    return sum(int(ctx.cfg.validation.coord_steps) * batch
+               * max(0.0, s0 + slope * (fam.flops_per_token(w) - f0)) for w in coord_widths(ctx))
 
 
 def _finished(ctx: Context, opener) -> int:
@@ -180,11 +145,9 @@ def _grids(ctx: Context, hp: dict) -> dict:
             trial_seconds[f"{w0}x{deep_layers}L"] = t2
             # the depth coordinate check: a few steps at each of its depths, step time ∝ depth
             step_deep = deep.probes[(w0, int(hp["batch_size"]))][0]
-            l0 = depth.depths(ctx)[0]
-            ds = set(v.coord_depths or [l0, 2 * l0, 4 * l0, deep_layers])
             phases["coord"] = phases.get("coord", 0.0) + (
-                int(v.coord_steps) * 8 / int(hp["batch_size"])
-                * sum(step_deep * d / deep_layers for d in ds))
+                int(v.coord_steps) * COORD_BATCH / int(hp["batch_size"])
+                * sum(step_deep * d / deep_layers for d in depth.coord_depths(ctx)))
     if n_grid and horizon.enabled(cfg):  # the short runs (the full-budget ones are copied)
         left = _left(2 * n_grid, _finished(ctx, lambda: horizon.open_horizon_study(ctx)))
         if left:

@@ -24,7 +24,13 @@ from transfer.search.space import (
     stage_space,
     suggest,
 )
-from transfer.search.studies import best_trial, n_finished, open_study
+from transfer.search.studies import (
+    PRUNER_STARTUP_TRIALS,
+    best_trial,
+    n_finished,
+    open_study,
+    pruner_warmup,
+)
 from transfer.search.trial import run_one, work
 
 
@@ -63,9 +69,59 @@ def seed_incumbent(ctx: Context, study: optuna.Study, space: dict, hp: dict) -> 
     with ctx.lock():
         if study.get_trials(deepcopy=False):
             return
-        incumbent = {k: hp[k] for k in space if in_space(hp[k], space[k])}
+        incumbent = incumbent_of(space, hp)
         if len(incumbent) == len(space):
             study.enqueue_trial(incumbent, user_attrs={"incumbent": True})
+
+
+def incumbent_of(space: dict, hp: dict) -> dict:
+    """The frozen values that lie in `space`: a stage's incumbent (complete when it has every
+    parameter of the space)."""
+    return {k: hp[k] for k in space if in_space(hp[k], space[k])}
+
+
+def stage_layout(space: dict, hp: dict, trials: int, *, has_previous: bool
+                 ) -> tuple[bool, list[dict]]:
+    """How a stage opens: (whether its first trial is the previous stage's best, copied in;
+    the trials queued after it). A stage over one categorical parameter (batch size) queues
+    its other choices nearest to the incumbent, as many as its trials allow; any other stage
+    queues nothing (its trials are sampled). `seed_stage` lays a stage out by this, and
+    `transfer.search.predict` prices it by the same answer."""
+    incumbent = incumbent_of(space, hp)
+    copied = has_previous and len(incumbent) == len(space)
+    queued: list[dict] = []
+    if len(space) == 1:
+        name, p = next(iter(space.items()))
+        options = choices(p)
+        if options is not None:
+            queued = [{name: c} for c in nearest_choices(options, incumbent.get(name),
+                                                         trials - int(copied))]
+    return copied, queued
+
+
+PRUNE_PROBABILITY = 0.5  # a median rule stops about half the trials it may stop
+
+
+def expected_trial_seconds(ctx: Context, hp: dict, index: int, name: str) -> list[float]:
+    """Each of stage `name`'s trials' expected seconds, in the order the stage lays them out
+    (`stage_layout`): 0 for the copied incumbent, each queued choice probed at its own shape,
+    the sampled ones at `hp`'s; with a pruner, a trial past its start-up is stopped with
+    probability ½ at its first eligible evaluation and costs that share. The stage's ETA and
+    `transfer.search.predict` both read this."""
+    cfg = ctx.cfg
+    n = int(cfg.stages.stage[name].trials)
+    space = stage_space(cfg, name, hp)
+    copied, queued = stage_layout(space, hp, n, has_previous=index > 0)
+    full = predict_seconds(ctx, hp, ctx.proxies.width)
+    per = ([0.0] if copied else []) + [predict_seconds(ctx, dict(hp, **q), ctx.proxies.width)
+                                       for q in queued]
+    per += [full] * (n - len(per))
+    if cfg.pruner.kind == "none":
+        return per
+    evals = max(1, int(cfg.train.n_evals))
+    share = min(1.0, (pruner_warmup(cfg) + 1) / evals)  # trained before it may be pruned
+    keep = 1.0 - PRUNE_PROBABILITY * (1.0 - share)
+    return [t if i < PRUNER_STARTUP_TRIALS else t * keep for i, t in enumerate(per)]
 
 
 def seed_stage(ctx: Context, study: optuna.Study, space: dict, hp: dict,
@@ -76,26 +132,23 @@ def seed_stage(ctx: Context, study: optuna.Study, space: dict, hp: dict,
     the same width, seed and tokens; training is deterministic, so its result is copied in as
     this stage's first trial instead of being trained again. A stage over one categorical
     parameter (batch size) is not sampled at all: its other choices are queued nearest to the
-    incumbent first, as many as the stage has trials, so no choice is ever trained twice.
+    incumbent first, as many as the stage has trials, so no choice is ever trained twice
+    (`stage_layout`).
     """
     with ctx.lock():
         if study.get_trials(deepcopy=False):
             return
-        incumbent = {k: hp[k] for k in space if in_space(hp[k], space[k])}
-        if previous is not None and len(incumbent) == len(space):
+        copied, queued = stage_layout(space, hp, trials, has_previous=previous is not None)
+        if copied:
+            incumbent = incumbent_of(space, hp)
             study.add_trial(optuna.trial.create_trial(
                 params=incumbent, distributions={k: distribution(space[k]) for k in space},
                 value=previous.value, intermediate_values=previous.intermediate_values,
                 user_attrs={**previous.user_attrs, "incumbent": True, "seconds": 0.0,
                             "flops": 0.0, "tokens": 0, "predicted_seconds": 0.0,
                             "stage": stage, "copied_from_trial": previous.number}))
-        if len(space) == 1:
-            name, p = next(iter(space.items()))
-            options = choices(p)
-            if options is not None:
-                left = trials - len(study.get_trials(deepcopy=False))
-                for choice in nearest_choices(options, incumbent.get(name), left):
-                    study.enqueue_trial({name: choice})
+        for params in queued:
+            study.enqueue_trial(params)
 
 
 def run_stages(ctx: Context) -> dict:
@@ -111,8 +164,9 @@ def run_stages(ctx: Context) -> dict:
         seed_stage(ctx, study, space, hp, previous, total, name)
         done = min(n_finished(study), total)
         # a finished stage (a resumed or re-emitted run) must not train even a probe
-        per_trial = predict_seconds(ctx, hp, ctx.proxies.width) if done < total else 0.0
-        ctx.progress.stage_start(name, done, total, (total - done) * per_trial)
+        per_trial = (expected_trial_seconds(ctx, hp, index, name) if done < total
+                     else [0.0] * total)
+        ctx.progress.stage_start(name, done, total, sum(per_trial[done:]))
         for trial in work(ctx, study, total):
             trial_hp = dict(hp, **{k: suggest(trial, k, p) for k, p in space.items()})
             run_one(ctx, study, trial, trial_hp, width=ctx.proxies.width, seed=cfg.proxy.seed,
@@ -121,7 +175,7 @@ def run_stages(ctx: Context) -> dict:
             done = min(n_finished(study), total)
             ctx.progress.update(done, None if best is None else best.value,
                                 {} if best is None else dict(best.params),
-                                remaining_seconds=(total - done) * per_trial)
+                                remaining_seconds=sum(per_trial[done:]))
         ctx.progress.stage_end()
     return frozen_before(ctx, len(cfg.stages.order))
 

@@ -31,6 +31,8 @@ from transfer.search.trainer import TrainSpec, make_optimizer
 LOGITS = "logits"  # kind name of the model's own output (the root module)
 
 
+COORD_BATCH = 8  # sequences in the coordinate checks' one fixed batch
+
 @dataclass
 class CoordResult:
     df: pd.DataFrame  # raw records from get_coord_data: width, module, t, l1
@@ -85,7 +87,7 @@ def _check_args(widths: list[int], steps: int, lr: float, batch_size: int,
 
 
 def coord_check(family, *, widths: list[int], corpus: Corpus, steps: int = 4, lr: float = 1e-2,
-                batch_size: int = 8, seed: int = 0, max_slope: float = 0.25) -> CoordResult:
+                batch_size: int = COORD_BATCH, seed: int = 0, max_slope: float = 0.25) -> CoordResult:
     """Train each width for `steps` AdamW steps on one batch; fit activation-size slopes.
 
     μP families use mup's MuAdamW, SP families torch's AdamW, both at the same `lr`.
@@ -127,7 +129,7 @@ def _final_block(model):
 
 
 def depth_coord_check(family, *, depths: list[int], width: int, corpus: Corpus, steps: int = 4,
-                      lr: float = 1e-2, batch_size: int = 8, seed: int = 0,
+                      lr: float = 1e-2, batch_size: int = COORD_BATCH, seed: int = 0,
                       max_slope: float = 0.25) -> CoordResult:
     """Train `family.replace(n_layers=d).build(width)` for `steps` AdamW steps on one batch
     (its own optimizer groups), record mean |x| of the final residual and the logits at every

@@ -71,13 +71,19 @@ def run_depth_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optuna.
     return run_axis_grid(ctx, hp, width_study, axis(ctx))
 
 
+def coord_depths(ctx: Context) -> list[int]:
+    """The depths the depth coordinate check trains: `validation.coord_depths`, or L0 × 1, 2, 4
+    and the deep proxy's (`transfer.search.predict` prices the same list)."""
+    l0, l1 = depths(ctx)
+    return sorted(set(ctx.cfg.validation.coord_depths or [l0, 2 * l0, 4 * l0, l1]))
+
+
 def run_depth_coord(ctx: Context, hp: dict) -> CoordResult:
     """The coordinate check across depth at the stages' width, with the tuned multipliers."""
     v = ctx.cfg.validation
-    l0, l1 = depths(ctx)
     family = ctx.proxies.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
-    ds = sorted(set(v.coord_depths or [l0, 2 * l0, 4 * l0, l1]))
-    return depth_coord_check(family, depths=ds, width=ctx.proxies.width, corpus=ctx.corpus,
+    return depth_coord_check(family, depths=coord_depths(ctx), width=ctx.proxies.width,
+                             corpus=ctx.corpus,
                              steps=v.coord_steps, lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed,
                              max_slope=v.coord_max_slope)
 

@@ -169,17 +169,22 @@ def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
     return judge(curves, None, round(math.log2(tuned_lr), 6), limits, coord)
 
 
-def run_coord_check(ctx: Context, hp: dict) -> CoordResult:
-    """The coordinate check across `validation.coord_widths` (those the family can build), with
-    the tuned multipliers and lr."""
-    v = ctx.cfg.validation
-    family = ctx.proxies.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
+def coord_widths(ctx: Context) -> list[int]:
+    """The widths the coordinate check trains: `validation.coord_widths` that the family can
+    build (`transfer.search.predict` prices the same list)."""
     widths = []
-    for w in v.coord_widths:
+    for w in ctx.cfg.validation.coord_widths:
         try:
-            family.check_width(w)
+            ctx.proxies.family.check_width(w)
             widths.append(w)
         except ValueError:
             continue
-    return coord_check(family, widths=widths, corpus=ctx.corpus, steps=v.coord_steps,
+    return widths
+
+
+def run_coord_check(ctx: Context, hp: dict) -> CoordResult:
+    """The coordinate check across `coord_widths`, with the tuned multipliers and lr."""
+    v = ctx.cfg.validation
+    family = ctx.proxies.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
+    return coord_check(family, widths=coord_widths(ctx), corpus=ctx.corpus, steps=v.coord_steps,
                        lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed, max_slope=v.coord_max_slope)
