@@ -43,7 +43,7 @@ def test_a_worker_runs_every_grid_the_finalizer_runs(tmp_path, trained, monkeypa
     trained.clear()
     monkeypatch.setattr(checks, "_claim", lambda ctx, study: False)  # stop after the grids
     ctx = make_context(plan, make_storage(cfg.storage, run_dir=run_dir))
-    assert checks.validate_transfer(ctx, default_hparams(cfg), coord_plotted=False) is None
+    assert checks.run_checks(ctx, default_hparams(cfg), coord_plotted=False) is None
     assert worker == trained == ["width", "depth", "horizon"]
 
 

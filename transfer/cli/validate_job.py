@@ -3,8 +3,8 @@ the Python entry point `validate_model(build)`, re-exported by `transfer.cli.val
 
 plan (transfer.plan.planner.plan_custom: input checks, audit — shapes only, exit 2 with every finding
 — and output probe) → an lr stage at proxy.width (the sweep's, started at train.lr) → the
-sweep's validator (transfer.verdict.checks.validate_transfer: lr grid at two widths, coordinate
-check, verdict; figures by transfer.outputs.plots) → run folder (transfer.outputs.write). Exit 0 passes, 3 rejects, 4 cannot
+sweep's validator (transfer.verdict.checks.run_checks: lr grid at two widths, coordinate
+check, verdict, and the depth check where asked; figures by transfer.outputs.plots) → run folder (transfer.outputs.write). Exit 0 passes, 3 rejects, 4 cannot
 tell (inconclusive), 2 is bad input.
 """
 
@@ -27,8 +27,7 @@ from transfer.plan.errors import UserError, exit_code, verdict_exit_code
 from transfer.plan.planner import Plan, make_context, plan_custom
 from transfer.search import default_hparams, open_study, run_stages, seed_incumbent, stage_space
 from transfer.search.storage import make_storage
-from transfer.verdict import depth
-from transfer.verdict.checks import mark_finalized, validate_transfer
+from transfer.verdict.checks import mark_finalized, run_checks
 from transfer.verdict.judge import Verdict
 
 
@@ -48,23 +47,18 @@ def validate(cfg: DictConfig, *, build: Callable | None = None) -> int:
     start = default_hparams(ctx.cfg)
     seed_incumbent(ctx, open_study(ctx, 0, STAGE), stage_space(ctx.cfg, STAGE, start), start)
     hp = run_stages(ctx)
-    checks = validate_transfer(ctx, hp, coord_plotted=plan.archive.has(plan.name, COORD_PLOT))
+    checks = run_checks(ctx, hp, coord_plotted=plan.archive.has(plan.name, COORD_PLOT))
     if checks is None:
         raise UserError(f"another live process is validating run {plan.name!r}; wait for it, or "
                         "pass name=<another run name>")
-    verdict = checks.verdict
-    if depth.enabled(ctx.cfg):
-        checks.depth, res = depth.validate_depth(ctx, hp, checks.study)
-        if res is not None:
-            checks.coord["depth"] = res
-    depth_verdict = checks.depth
+    verdict, depth_verdict = checks.verdict, checks.depth
     write_run(plan.archive, plan.name, _files(plan, hp, verdict, depth_verdict,
                                               run_plots(checks), trials_frame(ctx)))
     mark_finalized(checks.study)
     ctx.progress.line(f"\n== {plan.name}  ({run_dir})")
-    for line in verdict_lines(verdict) + (depth.lines(depth_verdict) if depth_verdict else []):
+    for line in verdict_lines(verdict) + checks.lines():
         ctx.progress.line(line)
-    outcomes = {verdict.outcome, depth_verdict.outcome if depth_verdict else verdict.outcome}
+    outcomes = set(checks.outcomes())
     return verdict_exit_code("rejected" if "rejected" in outcomes else
                              "inconclusive" if "inconclusive" in outcomes else "passed")
 

@@ -200,8 +200,8 @@ def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
     checks = None
     if cfg.validation.enabled:
         checks = run_checks(ctx, hp, coord_plotted=plan.archive.has(plan.name, COORD_PLOT),
-                            target_width=int(cfg.model.d_model),
-                            target_depth=int(cfg.model.n_layers))
+                            targets={"width": int(cfg.model.d_model),
+                                     "depth": int(cfg.model.n_layers)})
         if checks is None:
             ctx.progress.line("validation done; another worker writes the results")
             return EXIT_OK
@@ -227,23 +227,22 @@ def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
                              validation=None if v is None else v.to_dict(), target=target,
                              cost=c, plots=report_plots(archive, name, plots)),
         row={"name": name, "status": "finished" if v is None or validated else v.outcome,
-             "winners": winners_for_emit(ctx.cfg, hp),  # the stages': emitted lr in target.yaml "validated": validated,
+             "winners": winners_for_emit(ctx.cfg, hp),  # the stages'; the emitted lr: target.yaml
+             "validated": validated,
              "drift_log2": None if v is None else v.drift_log2,
              "saved_gpu_hours": c["saved_gpu_hours"]}))
     for note in notes:
         print(note)
     lines = summary.run_lines(name=name, run_dir=archive.run_dir(name), stages=stages,
                               verdict=v, cost=c, target=target)
-    if depth_v is not None:
-        lines += depth.lines(depth_v)
-    if checks is not None and checks.horizon_result is not None:
-        lines.append(horizon.line(checks.horizon_result))
+    if checks is not None:
+        lines += checks.lines()  # depth, horizon
     for line in lines:
         ctx.progress.line(line)
     if checks is not None:
         mark_finalized(checks.study)
     # an opt-in depth check counts: a rejection anywhere is exit 3, else the less certain one
-    codes = {verdict_exit_code(None if x is None else x.outcome) for x in (v, depth_v)}
+    codes = {verdict_exit_code(x) for x in (checks.outcomes() if checks else [None])}
     return EXIT_REJECTED if EXIT_REJECTED in codes else max(codes)
 
 

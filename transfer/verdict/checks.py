@@ -1,6 +1,10 @@
-"""The checks after the stages: every worker trains its share of the grids (`run_grids`: the
-same grids for all, so they cannot diverge); the one that claims the run under the run lock
-runs the coordinate checks and judges the width, depth and horizon grids (`run_checks`).
+"""The checks after the stages, one `Check` per axis: width (always, when validation is on),
+depth and horizon (where the config asks for them).
+
+Every worker trains its share of every enabled check's grid (`run_grids`: the same grids for
+all, so they cannot diverge; the width grid first, since the others copy its points). The one
+worker that claims the run under the run lock then judges each check (`run_checks`): the
+coordinate checks, the verdicts, the horizon's measured exponent.
 
 Measurements and verdicts only: the figures are drawn from them by `transfer.outputs.plots`,
 the files written by `transfer.outputs.assemble`.
@@ -9,7 +13,9 @@ the files written by `transfer.outputs.assemble`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import optuna
 
@@ -21,7 +27,70 @@ from transfer.verdict.coord import CoordResult
 from transfer.verdict.judge import Verdict
 from transfer.verdict.width import judge_study, run_coord_check, run_grid
 
-__all__ = ["Checks", "mark_finalized", "run_checks", "run_grids", "validate_transfer"]
+__all__ = ["CHECKS", "Check", "Checks", "enabled_checks", "mark_finalized", "run_checks",
+           "run_grids"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One validation axis: whether the config asks for it, its grid (this worker's share),
+    its verdict (with what else it measured) and its printed lines."""
+
+    name: str  # "width", "depth" or "horizon": the key of its result
+    phase: str  # the grid's phase in cost.json's measured seconds
+    enabled: Callable[[Any], bool]  # of the config
+    # (ctx, hp, the width grid's study or None for the width check itself) → its grid's study
+    grid: Callable[[Context, dict, optuna.Study | None], optuna.Study]
+    # (ctx, hp, width study, target along the axis or None, coord_plotted) → (verdict, extra):
+    # extra is the coordinate check run now (width, depth) or the measured exponent (horizon)
+    judge: Callable[[Context, dict, optuna.Study, int | None, bool], tuple[Verdict, Any]]
+    lines: Callable[[Verdict, Any], list[str]]  # what the run prints of it
+
+
+def _width_judge(ctx: Context, hp: dict, study: optuna.Study, target: int | None,
+                 coord_plotted: bool) -> tuple[Verdict, CoordResult | None]:
+    """The coordinate check (once: kept in the study; again only when its plot is missing from
+    the run folder) and the width verdict, with the trajectory to `target` (the target width)."""
+    ran = None
+    coord = study.user_attrs.get("coord_check")
+    if coord is None or not coord_plotted:
+        with timed(ctx.phases, "coord"):
+            ran = run_coord_check(ctx, hp)
+        coord = ran.to_dict()
+        study.set_user_attr("coord_check", coord)
+    return judge_study(ctx, study, float(hp["lr"]), coord, target_width=target), ran
+
+
+def _depth_judge(ctx, hp, study, target, coord_plotted):
+    with timed(ctx.phases, "coord"):  # the depth coordinate check (its grid is trained)
+        return depth.validate_depth(ctx, hp, study, target_depth=target)
+
+
+def _horizon_judge(ctx, hp, study, target, coord_plotted):
+    return horizon.validate_horizon(ctx, hp, study)
+
+
+def _width_lines(verdict: Verdict, extra) -> list[str]:
+    from transfer.outputs.summary import verdict_lines  # printing lives with the outputs
+
+    return verdict_lines(verdict)
+
+
+WIDTH = Check("width", "validation", lambda cfg: bool(cfg.validation.enabled),
+              lambda ctx, hp, _: run_grid(ctx, hp), _width_judge, _width_lines)
+DEPTH = Check("depth", "depth",
+              lambda cfg: bool(cfg.validation.enabled) and depth.enabled(cfg),
+              lambda ctx, hp, study: depth.run_depth_grid(ctx, hp, study), _depth_judge,
+              lambda verdict, extra: depth.lines(verdict))
+HORIZON = Check("horizon", "horizon", horizon.enabled,
+                lambda ctx, hp, study: horizon.run_horizon_grid(ctx, hp, study),
+                _horizon_judge, lambda verdict, extra: [horizon.line(extra)])
+CHECKS: tuple[Check, ...] = (WIDTH, DEPTH, HORIZON)  # the width grid first: the others copy it
+
+
+def enabled_checks(cfg) -> list[Check]:
+    """The checks `cfg` asks for, in order; none when validation is off."""
+    return [c for c in CHECKS if WIDTH.enabled(cfg) and c.enabled(cfg)]
 
 
 @dataclass
@@ -29,29 +98,54 @@ class Checks:
     """What the validator found, for the worker that writes the results."""
 
     study: optuna.Study  # the width grid's (its user attributes hold the coordinate check)
-    verdict: Verdict
-    coord_seconds: float = 0.0  # spent on the coordinate check in this launch
-    depth: Verdict | None = None
-    horizon: Verdict | None = None
-    horizon_result: dict | None = None  # transfer.verdict.horizon.measure
-    # the coordinate checks run in this launch, by axis ("width", "depth"): their figures
-    coord: dict[str, CoordResult] = field(default_factory=dict)
+    # check name → (verdict, extra), in CHECKS order, the enabled ones only
+    results: dict[str, tuple[Verdict, Any]] = field(default_factory=dict)
+    coord_seconds: float = 0.0  # spent on the coordinate checks (width, depth) in this launch
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.results["width"][0]
+
+    @property
+    def depth(self) -> Verdict | None:
+        return self.results.get("depth", (None, None))[0]
+
+    @property
+    def horizon(self) -> Verdict | None:
+        return self.results.get("horizon", (None, None))[0]
+
+    @property
+    def horizon_result(self) -> dict | None:
+        """The measured exponent (`transfer.verdict.horizon.measure`)."""
+        return self.results.get("horizon", (None, None))[1]
+
+    @property
+    def coord(self) -> dict[str, CoordResult]:
+        """The coordinate checks run in this launch, by axis ("width", "depth"): their figures."""
+        return {name: extra for name, (_, extra) in self.results.items()
+                if isinstance(extra, CoordResult)}
+
+    def lines(self) -> list[str]:
+        """Every check's printed lines but the width one's (the run summary prints that)."""
+        by = {c.name: c for c in CHECKS}
+        return [line for name, (v, extra) in self.results.items() if name != "width"
+                for line in by[name].lines(v, extra)]
+
+    def outcomes(self) -> list[str]:
+        """The verdicts' outcomes that decide the exit code: width and depth (the horizon
+        check measures an exponent; its transfer outcome is not used)."""
+        return [v.outcome for name, (v, _) in self.results.items() if name != "horizon"]
 
 
 def run_grids(ctx: Context, hp: dict) -> optuna.Study | None:
-    """This worker's share of every validation grid the config asks for: the width grid, then
-    the depth and horizon grids (which copy points from it). None when validation is off.
-    Worker processes and the finalizing one both call this: they train the same grids."""
-    if not ctx.cfg.validation.enabled:
-        return None
-    with timed(ctx.phases, "validation"):
-        study = run_grid(ctx, hp)
-    if depth.enabled(ctx.cfg):
-        with timed(ctx.phases, "depth"):
-            depth.run_depth_grid(ctx, hp, study)
-    if horizon.enabled(ctx.cfg):
-        with timed(ctx.phases, "horizon"):
-            horizon.run_horizon_grid(ctx, hp, study)
+    """This worker's share of every enabled check's grid, the width grid first (the others
+    copy points from it). None when validation is off. Worker processes and the finalizing
+    one both call this: they train the same grids."""
+    study = None
+    for check in enabled_checks(ctx.cfg):
+        with timed(ctx.phases, check.phase):
+            grid = check.grid(ctx, hp, study)
+        study = study or grid
     return study
 
 
@@ -68,46 +162,21 @@ def _claim(ctx: Context, study: optuna.Study) -> bool:
         return True
 
 
-def validate_transfer(ctx: Context, hp: dict, *, coord_plotted: bool,
-                      target_width: int | None = None) -> Checks | None:
-    """The grids (this worker's share); then, for the one worker that claims the run, the
-    coordinate check (once: kept in the study; again only when `coord_plotted` is false, its
-    plot missing from the run folder) and the width verdict.
-
+def run_checks(ctx: Context, hp: dict, *, coord_plotted: bool,
+               targets: Mapping[str, int | None] | None = None) -> Checks | None:
+    """The grids (this worker's share); then, for the one worker that claims the run, every
+    enabled check's verdict, `targets` giving each axis's target (the target width, depth).
     None for every other worker. The sweep and `python -m transfer.validate` both validate
-    through here (validation must be enabled).
-    """
+    through here (validation must be enabled)."""
     study = run_grids(ctx, hp)
     if not _claim(ctx, study):
         return None
-    ran, coord_seconds = {}, 0.0
-    coord = study.user_attrs.get("coord_check")
-    if coord is None or not coord_plotted:
-        t = time.perf_counter()
-        with timed(ctx.phases, "coord"):
-            ran["width"] = run_coord_check(ctx, hp)
-        coord_seconds = time.perf_counter() - t
-        coord = ran["width"].to_dict()
-        study.set_user_attr("coord_check", coord)
-    verdict = judge_study(ctx, study, float(hp["lr"]), coord, target_width=target_width)
-    return Checks(study, verdict, coord_seconds, coord=ran)
-
-
-def run_checks(ctx: Context, hp: dict, *, coord_plotted: bool, target_width: int,
-               target_depth: int) -> Checks | None:
-    """The width check, and the depth and horizon checks where enabled; None for a worker that
-    did not claim the run."""
-    checks = validate_transfer(ctx, hp, coord_plotted=coord_plotted, target_width=target_width)
-    if checks is None:
-        return None
-    if depth.enabled(ctx.cfg):
-        with timed(ctx.phases, "coord"):  # the depth coordinate check (its grid is trained)
-            checks.depth, res = depth.validate_depth(ctx, hp, checks.study,
-                                                     target_depth=target_depth)
-        if res is not None:
-            checks.coord["depth"] = res
-    if horizon.enabled(ctx.cfg):
-        checks.horizon, checks.horizon_result = horizon.validate_horizon(ctx, hp, checks.study)
+    checks = Checks(study)
+    before = ctx.phases.get("coord", 0.0)
+    for check in enabled_checks(ctx.cfg):
+        checks.results[check.name] = check.judge(ctx, hp, study, (targets or {}).get(check.name),
+                                                 coord_plotted)
+    checks.coord_seconds = ctx.phases.get("coord", 0.0) - before
     return checks
 
 
