@@ -20,7 +20,7 @@ WINNERS = {"lr": 3e-3, "batch_size": 32, "warmup_fraction": 0.07, "input_mult": 
            "schedule": "cosine", "min_lr_fraction": 0.1, "grad_clip": 1.0}
 PROXY = {"parametrization": "mup", "width": 128, "validation_width": 512, "n_layers": 2,
          "d_head": 16, "seq_len": 128, "vocab_size": 256, "data": "stdlib", "kv_group": 1,
-         "tokens_per_trial": 307200}
+         "tokens_per_trial": 307200, "weight_decay_rule": "timescale"}
 
 
 def load_model(name: str) -> dict:

@@ -42,8 +42,7 @@ VALIDATION = {"outcome": "passed", "passed": True, "widths": [64, 256], "n_seeds
               "min_curvature_snr": 3.0, "noise": {"residual_std": 0.0031, "seed_std": 0.05},
               "bracketed": {64: True, 256: True},
               "extrapolation": {"measured_octaves": 2.0, "target_width": 4096,
-                                "extrapolated_octaves": 4.0, "implied_target_drift": 0.75,
-                                "implied_target_drift_ci": [0.3, 1.2]},
+                                "extrapolated_octaves": 4.0},
               "trajectory": {"widths": [64, 128, 256], "vertices": [-6.25, -6.1, -6.0],
                              "target_width": 4096, "model": "converging", "estimate": -5.8,
                              "interval": [-6.1, -5.5], "disagreement": 0.4,
@@ -59,6 +58,7 @@ WINNERS = {"lr": 0.0123, "batch_size": 32, "warmup_fraction": 0.05, "input_mult"
            "output_mult": 1.0, "init_std": 0.02, "attn_mult": 1.0, "weight_decay": 0.0,
            "schedule": "cosine"}
 PROXY = {"parametrization": "mup", "width": 64, "validation_width": 256, "n_layers": 2,
+         "weight_decay_rule": "timescale",
          "d_head": 16, "seq_len": 128, "vocab_size": 256, "data": "stdlib", "kv_group": 1}
 
 

@@ -15,7 +15,7 @@ from transfer.outputs.emit import emit_target
 # The proxies as the default budget runs them (stage width 64, 16 × 128 bytes, 150 steps).
 PROXY = {"parametrization": "mup", "width": 64, "validation_width": 256, "n_layers": 2,
          "d_head": 16, "seq_len": 128, "vocab_size": 256, "data": "stdlib", "kv_group": 1,
-         "tokens_per_trial": 16 * 128 * 150}
+         "tokens_per_trial": 16 * 128 * 150, "weight_decay_rule": "timescale"}
 WINNERS = {"lr": 2 ** -6.88, "batch_size": 8, "warmup_fraction": 0.274, "input_mult": 1.0,
            "output_mult": 1.0, "init_std": 0.02, "attn_mult": 1.0, "weight_decay": 0.0,
            "schedule": "cosine", "min_lr_fraction": 0.1, "grad_clip": 1.0}

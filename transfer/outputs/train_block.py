@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from transfer.outputs import scaling
+from transfer.plan.config import TrainConf
 
 __all__ = ["train_block"]
 
@@ -67,7 +68,7 @@ def _weight_decay(w: dict, p: dict, s: dict, *, batch_tokens: int, lr: float,
     """(λ, τ, provenance) by the rule the proxies trained under (`train.weight_decay_rule`,
     recorded in the proxy block): the same λ (`fixed`), or the AdamW timescale of
     `scaling.tau_recipe` at the target's batch, lr and horizon (`timescale`)."""
-    if p.get("weight_decay_rule", "timescale") == "fixed":
+    if p.get("weight_decay_rule", TrainConf.weight_decay_rule) == "fixed":
         wd = float(w["weight_decay"])
         return wd, None, (f"rule: train.weight_decay_rule=fixed (λ = {wd:g}, as the proxies "
                           "trained: the lr was measured at it)")

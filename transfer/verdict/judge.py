@@ -204,9 +204,7 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
     if limits.target_width:
         t_oct = math.log2(limits.target_width / w0)
         extrap.update(target_width=limits.target_width, target_octaves=t_oct,
-                      extrapolated_octaves=math.log2(limits.target_width / w1),
-                      implied_target_drift=drift / octaves * t_oct,
-                      implied_target_drift_ci=[d / octaves * t_oct for d in drift_ci])
+                      extrapolated_octaves=math.log2(limits.target_width / w1))
     outcome = REJECTED if rej else INCONCLUSIVE if unk else PASSED
     if outcome == PASSED and not limits.can_pass:
         unk.append("this budget is a plumbing check (too few seeds, points and tokens): it never "
