@@ -205,10 +205,9 @@ def lr_points(est: float, lo: float, hi: float) -> list[float]:
 
 
 # ---- 3. the target's own optimum ------------------------------------------------------------
-def fit_curve(points: dict, seeds: int, tuned: float, width: int) -> dict:
-    """The shared-curvature parabola on the target's own curve: vertex, its 90 % interval, the
-    fitted loss at `tuned` against the best."""
-    pts = sorted((x, [points[(x, s)] for s in range(seeds)]) for x in {x for x, _ in points})
+def fit_curve(pts: list, seeds: int, tuned: float, width: int) -> dict:
+    """The shared-curvature parabola on the target's own curve (`pts`: [(log2 lr, [loss per
+    seed])]): vertex, its 90 % interval, the fitted loss at `tuned` against the best."""
     xs, ys = mean_curve(pts)
     table = {width: {"log2_lr": xs.tolist(), "loss": ys.tolist(),
                      "losses": [list(map(float, p[1])) for p in pts]}}
@@ -246,7 +245,7 @@ def check(args, name: str, parametrization: str, corpus) -> dict:
         if not new:
             break
         xs = new[width]
-    fit = fit_curve(points, args.seeds, est, width)
+    fit = fit_curve(curve[width], args.seeds, est, width)  # the curve the last extension saw
     opt, (olo, ohi) = fit["optimum_log2"], fit["optimum_ci"]
     return {"target": name, "shape": shape, "parametrization": parametrization,
             "run": run_dir.name, "verdict": lr.get("source"),
