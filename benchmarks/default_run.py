@@ -58,9 +58,12 @@ ETA_LINE = re.compile(r"^stage (\S+): \d+/\d+ trials, .*eta (\d+)m(\d+)s$")
 STAGE_START = re.compile(r"^stage (\S+): \d+/\d+ trials done$")
 
 
-def eta_errors(lines: list[tuple[float, str]], end: float) -> dict[str, float]:
+def eta_errors(lines: list[tuple[float, str]], end: float,
+               ends: dict[str, float] | None = None) -> dict[str, float]:
     """Per stage: the ETA printed at its first finished trial ÷ the time the stage then still
-    took − 1 (the stage ends where the next one starts, or at the summary)."""
+    took − 1. The stage ends when its last trial completed (`ends`: wall-clock seconds, from
+    the run's studies, `stage_ends`); without it, where the next stage's line starts (which
+    also counts what runs between the two: the after-stages probes, the finalize)."""
     first, stage_end, current = {}, {}, None
     for t, line in lines:
         start = STAGE_START.match(line)
@@ -74,9 +77,33 @@ def eta_errors(lines: list[tuple[float, str]], end: float) -> dict[str, float]:
             first[m[1]] = (t, 60 * int(m[2]) + int(m[3]))
     out = {}
     for stage, (t, eta) in first.items():
-        actual = stage_end.get(stage, end) - t
+        actual = (ends or {}).get(stage, stage_end.get(stage, end)) - t
         if actual > 5:  # a few seconds' stage: its ETA cannot be off by a meaningful fraction
             out[stage] = eta / actual - 1
+    return out
+
+
+def stage_ends(run_dir: Path) -> dict[str, float]:
+    """Progress label → wall-clock time its last trial completed, from the run's journal:
+    the stage studies (`<run>:NN-<stage>`) and the grids (`<run>:validation[-axis]`, shown
+    as `validation[_axis]`)."""
+    import optuna
+
+    from transfer.plan.config import StorageConf
+    from transfer.search.storage import make_storage
+
+    storage = make_storage(StorageConf(), run_dir=run_dir)
+    out = {}
+    for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
+        suffix = summary.study_name.split(":", 1)[-1]
+        label = suffix.split("-", 1)[1] if suffix[:2].isdigit() else suffix.replace("-", "_")
+        trials = optuna.load_study(study_name=summary.study_name,
+                                   storage=storage).get_trials(deepcopy=False)
+        done = [t.datetime_complete.timestamp() for t in trials
+                if t.datetime_complete is not None and not t.user_attrs.get("copied_from_trial")
+                and not t.user_attrs.get("incumbent")]
+        if done:
+            out[label] = max(done)
     return out
 
 
@@ -89,17 +116,21 @@ def one_run(code: Path, label: str, overrides: list[str], archive: Path) -> dict
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=code, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    lines = [(time.perf_counter(), line.rstrip("\n")) for line in proc.stdout]
-    proc.wait()
+    lines = [(time.time(), line.rstrip("\n")) for line in proc.stdout]  # wall clock: the
+    proc.wait()                                                  # journal's times are too
     wall = time.perf_counter() - t
     output = "\n".join(line for _, line in lines)
     runs = [d for d in archive.iterdir() if d.is_dir() and (d / "cost.json").exists()]
     row = {"label": label, "code": str(code), "overrides": overrides, "exit": proc.returncode,
-           "wall_seconds": wall, "eta_error": eta_errors(lines, time.perf_counter())}
+           "wall_seconds": wall, "lines": lines}
     if not runs:
+        row["eta_error"] = eta_errors(lines, time.time())
         row["error"] = output.strip().splitlines()[-1:] or ["no run folder"]
         return row
     run = runs[0]
+    ends = stage_ends(run)
+    row.update(eta_error=eta_errors(lines, time.time(), ends),
+               eta_error_to_next_line=eta_errors(lines, time.time()))
     cost = json.loads((run / "cost.json").read_text())
     pred = cost.get("prediction") or {}
     row.update(measured_phases=cost.get("phases", {}), predicted_phases=pred.get("phases", {}),
