@@ -19,7 +19,6 @@ from transfer.archive import code_version
 from transfer.outputs.assemble import trials_frame
 from transfer.outputs.plots import run_plots
 from transfer.outputs.report import render_custom_report
-from transfer.outputs.summary import verdict_lines
 from transfer.outputs.write import COORD_PLOT, RunFiles, report_plots, write_run
 from transfer.plan.compose import compose
 from transfer.plan.custom import STAGE
@@ -56,7 +55,7 @@ def validate(cfg: DictConfig, *, build: Callable | None = None) -> int:
                                               run_plots(checks), trials_frame(ctx)))
     mark_finalized(checks.study)
     ctx.progress.line(f"\n== {plan.name}  ({run_dir})")
-    for line in verdict_lines(verdict) + checks.lines():
+    for line in checks.lines(width=True):
         ctx.progress.line(line)
     outcomes = set(checks.outcomes())
     return verdict_exit_code("rejected" if "rejected" in outcomes else

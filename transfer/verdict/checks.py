@@ -125,10 +125,11 @@ class Checks:
         return {name: extra for name, (_, extra) in self.results.items()
                 if isinstance(extra, CoordResult)}
 
-    def lines(self) -> list[str]:
-        """Every check's printed lines but the width one's (the run summary prints that)."""
+    def lines(self, *, width: bool = False) -> list[str]:
+        """Every check's printed lines, the width check's only with `width` (the sweep's run
+        summary prints those among its own)."""
         by = {c.name: c for c in CHECKS}
-        return [line for name, (v, extra) in self.results.items() if name != "width"
+        return [line for name, (v, extra) in self.results.items() if width or name != "width"
                 for line in by[name].lines(v, extra)]
 
     def outcomes(self) -> list[str]:
