@@ -55,6 +55,11 @@ class Progress:
         elif self.mode == "lines":
             self.line(f"stage {name}: {done}/{total} trials done")
 
+    @property
+    def shown(self) -> bool:
+        """Whether anything is printed: the ETA is worth computing (a worker's is "off")."""
+        return self.mode != "off"
+
     def trial_done(self, predicted: float | None, seconds: float | None) -> None:
         """One trial of this process finished: what the probe predicted and what it took."""
         if predicted and seconds is not None and predicted > 0:

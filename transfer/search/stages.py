@@ -163,9 +163,10 @@ def run_stages(ctx: Context) -> dict:
             if index > 0 else None
         seed_stage(ctx, study, space, hp, previous, total, name)
         done = min(n_finished(study), total)
-        # a finished stage (a resumed or re-emitted run) must not train even a probe
-        per_trial = (expected_trial_seconds(ctx, hp, index, name) if done < total
-                     else [0.0] * total)
+        # the ETA's prices (probes of every queued shape), where the ETA is shown; a finished
+        # stage (a resumed or re-emitted run) must not train even a probe
+        per_trial = (expected_trial_seconds(ctx, hp, index, name)
+                     if done < total and ctx.progress.shown else [0.0] * total)
         ctx.progress.stage_start(name, done, total, sum(per_trial[done:]))
         for trial in work(ctx, study, total):
             trial_hp = dict(hp, **{k: suggest(trial, k, p) for k, p in space.items()})

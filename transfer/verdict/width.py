@@ -106,13 +106,15 @@ def train_grid(ctx: Context, study: optuna.Study, stage: str,
     """This worker's share of a grid study (the width grid's, the depth and horizon grids'):
     `run` trains one taken trial; then `extend` queues points at an edge-hitting side (None:
     other workers still have points; []: bracketed or capped, done); `left` is the queued
-    points' predicted seconds, for the ETA."""
+    points' predicted seconds, for the ETA (not asked where nothing is shown: a worker's)."""
+    # nothing shown (a worker): no ETA, so no probe of a shape this worker may never train
+    remaining = left if ctx.progress.shown else (lambda: 0.0)
     ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
-                             left(), calibrated=True)
+                             remaining(), calibrated=True)
     while True:
         for trial in work(ctx, study, None):
             run(trial)
-            ctx.progress.update(n_finished(study), None, remaining_seconds=left())
+            ctx.progress.update(n_finished(study), None, remaining_seconds=remaining())
         new = extend()
         if new is None:
             continue  # others' points first: `work` runs or waits for them
@@ -121,7 +123,7 @@ def train_grid(ctx: Context, study: optuna.Study, stage: str,
         ctx.progress.line(f"{stage}: optimum at the grid's edge; extending to log2 lr "
                           f"{', '.join(f'{x:.2f}' for x in new)}")
         ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
-                                 left(), calibrated=True)
+                                 remaining(), calibrated=True)
     ctx.progress.stage_end()
 
 
