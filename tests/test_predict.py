@@ -63,7 +63,7 @@ def test_a_first_batch_stage_is_priced_as_seed_stage_lays_it_out():
     cfg, seq = ctx.cfg, ctx.proxies.family.seq_len
     hp = predict.default_hparams(cfg)
     copied, queued = stage_layout(stage_space(cfg, "batch_size", hp), hp, 2, has_previous=False)
-    assert not copied and queued == [{"batch_size": 16}, {"batch_size": 64}]
+    assert copied is None and queued == [{"batch_size": 16}, {"batch_size": 64}]
     at = {b: SETUP + cfg.train.tokens // (b * seq) * STEP + cfg.train.n_evals * EVAL
           for b in (16, 64)}
     assert math.isclose(predict.predict_run(ctx)["stages"]["batch_size"], at[16] + at[64])

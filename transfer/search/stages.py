@@ -81,21 +81,21 @@ def incumbent_of(space: dict, hp: dict) -> dict:
 
 
 def stage_layout(space: dict, hp: dict, trials: int, *, has_previous: bool
-                 ) -> tuple[bool, list[dict]]:
-    """How a stage opens: (whether its first trial is the previous stage's best, copied in;
-    the trials queued after it). A stage over one categorical parameter (batch size) queues
-    its other choices nearest to the incumbent, as many as its trials allow; any other stage
-    queues nothing (its trials are sampled). `seed_stage` lays a stage out by this, and
-    `transfer.search.predict` prices it by the same answer."""
+                 ) -> tuple[dict | None, list[dict]]:
+    """How a stage opens: (the incumbent's params when its first trial is the previous stage's
+    best, copied in, else None; the trials queued after it). A stage over one categorical
+    parameter (batch size) queues its other choices nearest to the incumbent, as many as its
+    trials allow; any other stage queues nothing (its trials are sampled). `seed_stage` lays a
+    stage out by this, and `transfer.search.predict` prices it by the same answer."""
     incumbent = incumbent_of(space, hp)
-    copied = has_previous and len(incumbent) == len(space)
+    copied = incumbent if has_previous and len(incumbent) == len(space) else None
     queued: list[dict] = []
     if len(space) == 1:
         name, p = next(iter(space.items()))
         options = choices(p)
         if options is not None:
             queued = [{name: c} for c in nearest_choices(options, incumbent.get(name),
-                                                         trials - int(copied))]
+                                                         trials - (copied is not None))]
     return copied, queued
 
 
@@ -113,7 +113,7 @@ def expected_trial_seconds(ctx: Context, hp: dict, index: int, name: str) -> lis
     space = stage_space(cfg, name, hp)
     copied, queued = stage_layout(space, hp, n, has_previous=index > 0)
     full = predict_seconds(ctx, hp, ctx.proxies.width)
-    per = ([0.0] if copied else []) + [predict_seconds(ctx, dict(hp, **q), ctx.proxies.width)
+    per = ([0.0] if copied is not None else []) + [predict_seconds(ctx, dict(hp, **q), ctx.proxies.width)
                                        for q in queued]
     per += [full] * (n - len(per))
     if cfg.pruner.kind == "none":
@@ -139,10 +139,9 @@ def seed_stage(ctx: Context, study: optuna.Study, space: dict, hp: dict,
         if study.get_trials(deepcopy=False):
             return
         copied, queued = stage_layout(space, hp, trials, has_previous=previous is not None)
-        if copied:
-            incumbent = incumbent_of(space, hp)
+        if copied is not None:
             study.add_trial(optuna.trial.create_trial(
-                params=incumbent, distributions={k: distribution(space[k]) for k in space},
+                params=copied, distributions={k: distribution(space[k]) for k in space},
                 value=previous.value, intermediate_values=previous.intermediate_values,
                 user_attrs={**previous.user_attrs, "incumbent": True, "seconds": 0.0,
                             "flops": 0.0, "tokens": 0, "predicted_seconds": 0.0,
