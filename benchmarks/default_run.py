@@ -84,26 +84,23 @@ def eta_errors(lines: list[tuple[float, str]], end: float,
 
 
 def stage_ends(run_dir: Path) -> dict[str, float]:
-    """Progress label → wall-clock time its last trial completed, from the run's journal:
-    the stage studies (`<run>:NN-<stage>`) and the grids (`<run>:validation[-axis]`, shown
-    as `validation[_axis]`)."""
+    """Progress label → wall-clock time its last trial completed, from the run's journal: each
+    trial records its stage (`run_one`: the stage's name, or the grid's `validation[_axis]`),
+    which is the label the progress lines print. Copied trials (the incumbent, the grids'
+    shared points) trained nothing here and do not count."""
     import optuna
 
     from transfer.plan.config import StorageConf
     from transfer.search.storage import make_storage
 
     storage = make_storage(StorageConf(), run_dir=run_dir)
-    out = {}
+    out: dict[str, float] = {}
     for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
-        suffix = summary.study_name.split(":", 1)[-1]
-        label = suffix.split("-", 1)[1] if suffix[:2].isdigit() else suffix.replace("-", "_")
-        trials = optuna.load_study(study_name=summary.study_name,
-                                   storage=storage).get_trials(deepcopy=False)
-        done = [t.datetime_complete.timestamp() for t in trials
-                if t.datetime_complete is not None and not t.user_attrs.get("copied_from_trial")
-                and not t.user_attrs.get("incumbent")]
-        if done:
-            out[label] = max(done)
+        study = optuna.load_study(study_name=summary.study_name, storage=storage)
+        for t in study.get_trials(deepcopy=False):
+            stage = t.user_attrs.get("stage")
+            if stage and t.datetime_complete and "copied_from_trial" not in t.user_attrs:
+                out[stage] = max(out.get(stage, 0.0), t.datetime_complete.timestamp())
     return out
 
 
