@@ -29,9 +29,8 @@ from transfer.plan.data import Corpus, sample_batch
 from transfer.search.trainer import TrainSpec, make_optimizer
 
 LOGITS = "logits"  # kind name of the model's own output (the root module)
-
-
 COORD_BATCH = 8  # sequences in the coordinate checks' one fixed batch
+
 
 @dataclass
 class CoordResult:
