@@ -69,6 +69,7 @@ class _Trial:
         self.params = {"width": width}
         self.system_attrs = {"fixed_params": {"width": width}}
         self.user_attrs = {"seconds": seconds, "predicted_seconds": predicted}
+        self.datetime_start = None
 
 
 class _Study:
@@ -82,17 +83,43 @@ class _Study:
 def test_a_grids_remaining_time_follows_what_each_width_measured():
     """One noisy probe (width 256 priced at 2× what it takes) no longer decides the ETA once a
     trial of that width has run; before one has, the study's overall ratio stands in."""
-    from transfer.search.probe import queued_seconds
+    from transfer.search.probe import queued_trials
 
     predict = {64: 10.0, 256: 100.0}
     width = lambda p: p["width"]  # noqa: E731
     trials = [_Trial("COMPLETE", 64, 12.0, 10.0), _Trial("WAITING", 64), _Trial("WAITING", 256)]
-    left = queued_seconds(_Study(trials), lambda p: predict[p["width"]], key=width)
-    assert left == 1.2 * 10 + 1.2 * 100  # 256 not measured yet: the overall ratio
+    left = queued_trials(_Study(trials), lambda p: predict[p["width"]], key=width)
+    assert left == [(1.2 * 10, 0.0), (1.2 * 100, 0.0)]  # 256 not measured yet: the overall ratio
     trials.append(_Trial("COMPLETE", 256, 50.0, 100.0))
-    left = queued_seconds(_Study(trials), lambda p: predict[p["width"]], key=width)
-    assert left == 1.2 * 10 + 0.5 * 100
-    assert queued_seconds(_Study(trials), lambda p: predict[p["width"]]) == 110  # no key: raw
+    left = queued_trials(_Study(trials), lambda p: predict[p["width"]], key=width)
+    assert left == [(1.2 * 10, 0.0), (0.5 * 100, 0.0)]
+    assert queued_trials(_Study(trials), lambda p: predict[p["width"]]) == [(10, 0), (100, 0)]
+
+
+def test_a_running_trial_counts_what_is_left_of_it_and_comes_first():
+    from datetime import datetime, timedelta
+
+    from transfer.search.probe import queued_trials
+
+    running = _Trial("RUNNING", 256)
+    running.datetime_start = datetime.now() - timedelta(seconds=30)
+    left = queued_trials(_Study([_Trial("WAITING", 64), running]), lambda p: {64: 10.0, 256: 100.0}[p["width"]])
+    assert [s for s, _ in left] == [100.0, 10.0]
+    assert 29.0 < left[0][1] < 40.0 and left[1][1] == 0.0
+
+
+def test_the_eta_is_the_makespan_of_what_is_left_on_the_workers():
+    from transfer.search.progress import makespan
+
+    assert makespan([10.0], 2) == 10.0  # one trial left is one trial long, not half of one
+    assert makespan([10.0, 10.0, 10.0, 10.0], 2) == 20.0
+    assert makespan([4.0, 10.0, 6.0], 2) == 10.0  # 6 goes to the worker freed at 4
+    assert makespan([-3.0, 5.0], 1) == 5.0  # a trial past its prediction has nothing left
+    p = Progress("off", workers=2)
+    p.stage_start("batch_size", 1, 3, [(11.0, 6.0), (8.0, 0.0)])
+    assert p.eta(1) == 8.0  # the running trial has 5 s left, the waiting one 8 s on the other
+    p.trial_done(predicted=10.0, seconds=5.0)  # this phase's trials take half their prediction
+    assert p.eta(2, remaining_seconds=[(11.0, 6.0)]) == 0.0
 
 
 def test_a_calibrated_remaining_time_is_not_scaled_twice():
@@ -103,3 +130,19 @@ def test_a_calibrated_remaining_time_is_not_scaled_twice():
     p.stage_start("lr", 0, 4, 100.0)
     p.trial_done(10.0, 20.0)
     assert p.eta(1) == 100.0  # a stage's remaining time takes this process's ratio
+
+
+def test_a_stage_prices_its_trials_by_their_place_in_the_layout():
+    import optuna
+
+    from transfer.search.stages import stage_left
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study()
+    study.add_trial(optuna.trial.create_trial(params={}, distributions={}, value=1.0))  # copied
+    for b in (16, 32, 64):
+        study.enqueue_trial({"batch_size": b})
+    running = study.ask()  # the first queued choice (layout place 1), on another worker
+    left = stage_left(study, [0.0, 5.0, 7.0, 9.0, 11.0])
+    assert running.number == 1 and [s for s, _ in left] == [5.0, 7.0, 9.0, 11.0]
+    assert left[0][1] >= 0.0 and all(ran == 0.0 for _, ran in left[1:])

@@ -15,7 +15,7 @@ Imports flow down this list: a module imports only modules above it.
 
 from transfer.search.cap import enforce_cap
 from transfer.search.context import BudgetStop, Context
-from transfer.search.probe import PROBE_STEPS, predict_seconds, queued_seconds
+from transfer.search.probe import PROBE_STEPS, predict_seconds, queued_trials
 from transfer.search.space import (
     choices,
     default_hparams,
@@ -70,7 +70,7 @@ __all__ = [
     "n_finished",
     "open_study",
     "predict_seconds",
-    "queued_seconds",
+    "queued_trials",
     "run_one",
     "run_stages",
     "run_training",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import numpy as np
 from optuna.trial import TrialState
 
@@ -42,17 +44,30 @@ def measured_ratios(trials, key) -> tuple[dict, float]:
     return {k: m / p for k, (m, p) in by.items()}, total_m / total_p if total_p else 1.0
 
 
-def queued_seconds(study, predict, key=None) -> float:
-    """Seconds a grid study's trials not finished yet will take: `predict(params)` for the
-    fixed parameters each queued (waiting or running) trial was enqueued with — with `key`
-    (e.g. the width), scaled by measured ÷ predicted of the study's finished trials of that
-    key, or of all of them until one of that key finished: one noisy probe does not decide
-    the ETA once a trial of its shape has run."""
+def running_seconds(trial, now: datetime | None = None) -> float:
+    """How long a running trial has run (0 for one that has not started)."""
+    start = getattr(trial, "datetime_start", None)
+    if trial.state != TrialState.RUNNING or start is None:
+        return 0.0
+    if start.tzinfo is not None:  # Optuna's storages hand back local naive times; be safe
+        start = start.astimezone().replace(tzinfo=None)
+    return max(0.0, ((now or datetime.now()) - start).total_seconds())
+
+
+def queued_trials(study, predict, key=None) -> list[tuple[float, float]]:
+    """A grid study's trials not finished yet, running ones first, as (seconds, seconds run)
+    for `transfer.search.progress`: `predict(params)` for the fixed parameters each was
+    enqueued with — with `key` (e.g. the width), scaled by measured ÷ predicted of the study's
+    finished trials of that key, or of all of them until one of that key finished: one noisy
+    probe does not decide the ETA once a trial of its shape has run."""
     trials = study.get_trials(deepcopy=False)
     ratio, overall = measured_ratios(trials, key) if key else ({}, 1.0)
-    total = 0.0
-    for t in trials:
-        if t.state in (TrialState.WAITING, TrialState.RUNNING):
-            p = t.system_attrs.get("fixed_params", t.params)
-            total += predict(p) * (ratio.get(key(p), overall) if key else 1.0)
-    return total
+    now = datetime.now()
+    out = []
+    for state in (TrialState.RUNNING, TrialState.WAITING):
+        for t in trials:
+            if t.state == state:
+                p = t.system_attrs.get("fixed_params", t.params)
+                out.append((predict(p) * (ratio.get(key(p), overall) if key else 1.0),
+                            running_seconds(t, now)))
+    return out

@@ -3,15 +3,31 @@
 The ETA is the predicted seconds of the trials still to run (each from the timing probe of its
 own width, depth and token count, summed by the caller), scaled by what this phase has measured
 so far (measured ÷ predicted over the trials this process finished in it: pruned trials and a
-probe that runs fast or slow both show up there), divided over the workers sharing the study.
-Without a prediction it falls back to the phase's mean seconds per finished trial.
+probe that runs fast or slow both show up there), divided over the workers sharing the study. Given trial by trial (`Left`: each unfinished
+trial's predicted seconds and how long it has run), it is the makespan of that work on the
+workers: a running trial counts what is left of it, the waiting ones go in order to whichever
+worker frees first, so a stage's last trial is one trial long, not half of one. Without a
+prediction it falls back to the phase's mean seconds per finished trial.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import sys
 import time
+from collections.abc import Sequence
+
+Left = Sequence[tuple[float, float]]  # per unfinished trial: (predicted seconds, seconds run)
+
+
+def makespan(seconds: Sequence[float], workers: int) -> float:
+    """When the last of `seconds` ends on `workers` that each take the next one as they free
+    (the first ones are the running trials: one worker each)."""
+    free = [0.0] * max(1, int(workers))
+    for s in seconds:
+        heapq.heapreplace(free, free[0] + max(0.0, float(s)))
+    return max(free)
 
 
 def _fmt_s(s: float) -> str:
@@ -36,10 +52,12 @@ class Progress:
         self._calibrated = False
 
     def stage_start(self, name: str, done: int, total: int,
-                    remaining_seconds: float | None = None, *, calibrated: bool = False) -> None:
+                    remaining_seconds: float | Left | None = None, *,
+                    calibrated: bool = False) -> None:
         """A phase begins (or restarts after its grid grew); `remaining_seconds`: the predicted
-        seconds of its trials not finished yet — `calibrated` when they are already scaled by
-        what finished trials measured (a grid's `queued_seconds`), so no second ratio applies."""
+        seconds of its trials not finished yet, as a sum or trial by trial (`Left`, running
+        ones first) — `calibrated` when they are already scaled by what finished trials
+        measured (a grid's `queued_trials`), so no second ratio applies."""
         if name != self._name:  # a new phase: its own measured/predicted ratio
             self._predicted = self._measured = 0.0
         self._calibrated = calibrated
@@ -70,19 +88,21 @@ class Progress:
         """Measured ÷ predicted over this phase's finished trials (1 before the first)."""
         return self._measured / self._predicted if self._predicted > 0 else 1.0
 
-    def eta(self, done: int, remaining_seconds: float | None = None) -> float:
+    def eta(self, done: int, remaining_seconds: float | Left | None = None) -> float:
         if remaining_seconds is not None:
             self._remaining = remaining_seconds
         if self._remaining is not None:
             ratio = 1.0 if self._calibrated else self.ratio()
-            return max(0.0, self._remaining) * ratio / self.workers
+            if isinstance(self._remaining, (int, float)):
+                return max(0.0, self._remaining) * ratio / self.workers
+            return makespan([s * ratio - ran for s, ran in self._remaining], self.workers)
         if done <= self._done0:
             return math.nan
         rate = (time.monotonic() - self._t0) / (done - self._done0)
         return rate * (self._total - done)
 
     def update(self, done: int, best: float | None, best_params: dict | None = None, *,
-               remaining_seconds: float | None = None) -> None:
+               remaining_seconds: float | Left | None = None) -> None:
         """`remaining_seconds`: the predicted seconds of the trials still to run, now."""
         eta = self.eta(done, remaining_seconds)
         eta_s = _fmt_s(eta) if math.isfinite(eta) else "?"

@@ -8,13 +8,14 @@ incumbent's result, copied in) so it can only improve and never repeats work.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import optuna
 from optuna.trial import TrialState
 
 from transfer.plan.errors import UserError
 from transfer.search.context import Context
-from transfer.search.probe import predict_seconds
+from transfer.search.probe import predict_seconds, running_seconds
 from transfer.search.space import (
     choices,
     default_hparams,
@@ -124,6 +125,19 @@ def expected_trial_seconds(ctx: Context, hp: dict, index: int, name: str) -> lis
     return [t if i < PRUNER_STARTUP_TRIALS else t * keep for i, t in enumerate(per)]
 
 
+def stage_left(study: optuna.Study, per_trial: list[float]) -> list[tuple[float, float]]:
+    """The stage's unfinished trials for the ETA (`transfer.search.progress.Left`): each one's
+    expected seconds from its place in the layout (a trial's number in its study), running ones
+    first with how long they have run, then the waiting and the not yet sampled ones."""
+    trials = study.get_trials(deepcopy=False)
+    now = datetime.now()
+    running = [(per_trial[t.number], running_seconds(t, now)) for t in trials
+               if t.state == TrialState.RUNNING and t.number < len(per_trial)]
+    waiting = [(per_trial[t.number], 0.0) for t in trials
+               if t.state == TrialState.WAITING and t.number < len(per_trial)]
+    return running + waiting + [(s, 0.0) for s in per_trial[len(trials):]]
+
+
 def seed_stage(ctx: Context, study: optuna.Study, space: dict, hp: dict,
                previous: optuna.trial.FrozenTrial | None, trials: int, stage: str) -> None:
     """Open a stage with what is already known, so it can only improve and never repeats work.
@@ -166,7 +180,7 @@ def run_stages(ctx: Context) -> dict:
         # stage (a resumed or re-emitted run) must not train even a probe
         per_trial = (expected_trial_seconds(ctx, hp, index, name)
                      if done < total and ctx.progress.shown else [0.0] * total)
-        ctx.progress.stage_start(name, done, total, sum(per_trial[done:]))
+        ctx.progress.stage_start(name, done, total, stage_left(study, per_trial))
         for trial in work(ctx, study, total):
             trial_hp = dict(hp, **{k: suggest(trial, k, p) for k, p in space.items()})
             run_one(ctx, study, trial, trial_hp, width=ctx.proxies.width, seed=cfg.proxy.seed,
@@ -175,7 +189,7 @@ def run_stages(ctx: Context) -> dict:
             done = min(n_finished(study), total)
             ctx.progress.update(done, None if best is None else best.value,
                                 {} if best is None else dict(best.params),
-                                remaining_seconds=sum(per_trial[done:]))
+                                remaining_seconds=stage_left(study, per_trial))
         ctx.progress.stage_end()
     return frozen_before(ctx, len(cfg.stages.order))
 

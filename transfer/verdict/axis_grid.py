@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import optuna
 from optuna.trial import TrialState
 
-from transfer.search import Context, predict_seconds, queued_seconds, run_one
+from transfer.search import Context, predict_seconds, queued_trials, run_one
+from transfer.search.progress import Left
 from transfer.verdict.curves import extend_points, grid
 from transfer.verdict.width import (
     curves_from,
@@ -119,8 +120,8 @@ def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
         run_one(axis.contexts[n], study, trial, trial_hp, width=ctx.proxies.width,
                 seed=validation_seed(ctx.cfg.proxy.seed, seed), stage=axis.stage, prune=False)
 
-    def left() -> float:  # predicted seconds of the queued points, each in its own context
-        return queued_seconds(study, lambda p: predict_seconds(axis.contexts[p[axis.param]], hp,
+    def left() -> Left:  # predicted seconds of the queued points, each in its own context
+        return queued_trials(study, lambda p: predict_seconds(axis.contexts[p[axis.param]], hp,
                                                                ctx.proxies.width),
                               key=lambda p: p[axis.param])
 

@@ -16,7 +16,8 @@ import optuna
 from optuna.trial import TrialState
 
 from transfer.plan.hparams import MODEL_HPARAMS
-from transfer.search import Context, n_finished, predict_seconds, queued_seconds, run_one, work
+from transfer.search import Context, n_finished, predict_seconds, queued_trials, run_one, work
+from transfer.search.progress import Left
 from transfer.verdict.coord import CoordResult, coord_check
 from transfer.verdict.curves import extend_each, grid
 from transfer.verdict.judge import Limits, Verdict, judge
@@ -102,13 +103,13 @@ def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float]
 
 
 def train_grid(ctx: Context, study: optuna.Study, stage: str,
-               run: Callable[[optuna.Trial], None], extend: Callable[[], list[float] | None], left: Callable[[], float]) -> None:
+               run: Callable[[optuna.Trial], None], extend: Callable[[], list[float] | None], left: Callable[[], Left]) -> None:
     """This worker's share of a grid study (the width grid's, the depth and horizon grids'):
     `run` trains one taken trial; then `extend` queues points at an edge-hitting side (None:
     other workers still have points; []: bracketed or capped, done); `left` is the queued
-    points' predicted seconds, for the ETA (not asked where nothing is shown: a worker's)."""
+    points' predicted seconds (`queued_trials`), for the ETA (not asked where nothing is shown: a worker's)."""
     # nothing shown (a worker): no ETA, so no probe of a shape this worker may never train
-    remaining = left if ctx.progress.shown else (lambda: 0.0)
+    remaining = left if ctx.progress.shown else list
     ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
                              remaining(), calibrated=True)
     while True:
@@ -145,7 +146,7 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
                 seed=validation_seed(ctx.cfg.proxy.seed, seed), stage="validation", prune=False)
 
     train_grid(ctx, study, "validation", run, lambda: extend_grid(ctx, study, center),
-               lambda: queued_seconds(study, lambda p: predict_seconds(ctx, hp, p["width"]),
+               lambda: queued_trials(study, lambda p: predict_seconds(ctx, hp, p["width"]),
                                       key=lambda p: p["width"]))
     return study
 
