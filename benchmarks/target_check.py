@@ -20,10 +20,14 @@ For each target shape (width only, depth only, both) and parametrization:
 4. Per target: its optimum with a 90 % interval, the emitted lr and interval, their distance,
    the loss gap at the emitted lr, and whether the emitted interval covers the optimum.
 
-Every trained point is cached under --out/points (a rerun trains only what is missing). Slow;
-not CI (a smoke-sized run is, through tests/test_benchmarks.py):
+Every trained point is cached under --points (default --out/points; a rerun trains only what
+is missing; benchmarks/points/target_check is the committed cache, so a curve measured on one
+machine is not trained again on the next). Slow; not CI (a smoke-sized run is, through
+tests/test_benchmarks.py):
 
-    python benchmarks/target_check.py --out benchmarks/out/target_check
+    python benchmarks/target_check.py --out benchmarks/out/target_check \
+        --points benchmarks/points/target_check
+    python benchmarks/target_check.py --out /tmp/tc --archive <sweeps> --emit-only  # emission
     python benchmarks/target_check.py --out /tmp/tc --smoke         # plumbing, ~2 min
 """
 
@@ -73,6 +77,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", required=True, type=Path, help="sweeps, cached points, summary.json")
     p.add_argument("--targets", nargs="+", default=None, help=f"of {', '.join(TARGETS)}")
     p.add_argument("--parametrizations", nargs="+", default=["mup", "sp"], choices=["mup", "sp"])
+    p.add_argument("--points", type=Path, default=None,
+                   help="the trained points' cache (default --out/points); the committed one, "
+                        "benchmarks/points/target_check, keeps them across machines")
+    p.add_argument("--emit-only", action="store_true",
+                   help="only the emitting sweeps (reused from the archive): the emitted lr and "
+                        "interval per target, no target trained")
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="tiny sizes: the plumbing only")
     p.add_argument("--threads", type=int, default=2)
@@ -182,7 +192,7 @@ def point_key(run_dir: Path, target: dict, log2_lr: float, seed: int) -> str:
 
 
 def cached_point(args, run_dir, target, cfg, hp, corpus, log2_lr, seed) -> float:
-    path = args.out / "points" / f"{point_key(run_dir, target, log2_lr, seed)}.json"
+    path = (args.points or args.out / "points") / f"{point_key(run_dir, target, log2_lr, seed)}.json"
     if path.exists():
         return float(json.loads(path.read_text())["loss"])
     t = time.perf_counter()
@@ -231,6 +241,12 @@ def check(args, name: str, parametrization: str, corpus) -> dict:
     lo, hi = lr.get("interval_log2", [math.nan, math.nan])
     hp = json.loads((run_dir / "run.json").read_text())["winners"]
     width = int(shape["d_model"])
+    if args.emit_only:
+        print(f"{name} {width}x{shape['n_layers']} [{parametrization}]: emitted log2 lr "
+              f"{est:.2f} [{lo:.2f}, {hi:.2f}] ({lr.get('model')}, {lr.get('source')})", flush=True)
+        return {"target": name, "shape": shape, "parametrization": parametrization,
+                "run": run_dir.name, "verdict": lr.get("source"), "emitted_log2": est,
+                "emitted_interval_log2": [lo, hi], "model": lr.get("model")}
     points: dict = {}
     xs = lr_points(est, lo, hi)
     t = time.perf_counter()
@@ -281,6 +297,9 @@ def main(argv=None) -> int:
     corpus = load_corpus("stdlib")
     results = [check(args, name, p, corpus) for p in args.parametrizations
                for name in args.targets]
+    if args.emit_only:
+        (args.out / "emitted.json").write_text(json.dumps(results, indent=2))
+        return 0
     (args.out / "summary.json").write_text(json.dumps(results, indent=2))
     print(("SMOKE (plumbing only, not evidence)\n" if args.smoke else "") + table(results))
     return 0

@@ -70,6 +70,10 @@ def test_target_check(tmp_path, capsys):
     assert list((tmp_path / "points").glob("*.json"))
     assert bench("target_check").main(args) == 0  # cached: nothing retrained
     assert "log2 lr" not in capsys.readouterr().out.split("SMOKE")[0].split("sweep exit")[-1]
+    points = tmp_path / "elsewhere"
+    assert bench("target_check").main(args + ["--emit-only", "--points", str(points)]) == 0
+    assert "width 128x1 [mup]: emitted log2 lr" in capsys.readouterr().out
+    assert (tmp_path / "emitted.json").exists() and not points.exists()  # nothing trained
 
 
 @pytest.mark.slow

@@ -110,30 +110,6 @@ def interaction_noise(table: dict, widths: Sequence[int]) -> tuple[float, int]:
     return (math.sqrt(ss / dof), dof) if dof else (math.nan, 0)
 
 
-WINDOW_SHIFT_MIN_POINTS = 5  # a width's window keeps ≥ 4 points with one end left out
-
-
-def window_shifts(table: dict, win: dict, widths: Sequence[int], v: np.ndarray) -> np.ndarray:
-    """How far each width's fitted optimum moves when its window loses its lowest or its
-    highest point (n_widths × 3: 0 for the whole window): the parabola's sensitivity to which
-    points it sees. On an asymmetric curve (steeper above the optimum, as real ones are) the
-    vertex depends on where the window sits, by up to the interval's width (validator_power),
-    and the noise bootstrap cannot see that: refits of a parabola's own fitted values have no
-    lack of fit. Measured on the observed curve, so it holds that curve's noise too (the
-    conservative side)."""
-    out = np.zeros((len(widths), 3))
-    for i, w in enumerate(widths):
-        if len(win[w]) < WINDOW_SHIFT_MIN_POINTS:
-            continue
-        for k, sub in ((1, win[w][1:]), (2, win[w][:-1])):
-            cut = {**win, w: sub}
-            xw = [(u, table[u]["log2_lr"][j]) for u in widths for j in cut[u]]
-            y = np.array([table[u]["loss"][j] for u in widths for j in cut[u]])
-            fit = _solve(_design(xw, widths), y, widths)
-            out[i, k] = fit.vertex(w) - v[i] if fit.a > 0 else 0.0
-    return out
-
-
 def statistics(table: dict, win: dict, widths: list[int], noise: float | None, noise_dof: int,
                tuned: float, *, confidence: float, n_boot: int, boot_seed: int) -> dict:
     """Point estimates and bootstrap intervals of drift, gap, level difference and optimum.
@@ -188,11 +164,6 @@ def statistics(table: dict, win: dict, widths: list[int], noise: float | None, n
         s = sigma * np.sqrt(dof / rng.chisquare(dof, size=n_boot))
         Y = fitted[:, None] + rng.normal(size=(y.size, n_boot)) * s[None, :]
         draws = summarise(pinv @ Y)
-        # the window's choice, per width and draw (whole, low end out, high end out): the
-        # vertices the trajectory extrapolates carry the fit's sensitivity to it
-        shifts = window_shifts(table, win, widths, est["v"][:, 0])
-        pick = rng.integers(0, 3, size=(n, n_boot))
-        draws["v"] = draws["v"] + shifts[np.arange(n)[:, None], pick]
     ci = {k: interval(draws[k], confidence) for k in ("drift", "gap", "level", "opt")}
     fit = JointFit(float(coef[0]), {w: float(coef[1 + i]) for i, w in enumerate(widths)},
                    {w: float(coef[1 + n + i]) for i, w in enumerate(widths)})
