@@ -149,3 +149,14 @@ def test_module_entry_point(archive: Archive, add_run):
     done = subprocess.run([sys.executable, "-m", "transfer.archive", "--root", str(archive.root),
                            "list"], check=False, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "alpha" in done.stdout
+
+
+def test_runs_written_in_the_same_second_are_newest_last_written_first():
+    import pandas as pd
+
+    from transfer.archive import newest_first
+
+    df = pd.DataFrame({"name": ["a", "again", "b", "c"],
+                       "created": ["2026-12-02T06:39:16", "2026-12-02T06:39:27",
+                                   "2026-12-02T06:39:27", "2026-12-02T06:39:01"]})
+    assert list(newest_first(df)["name"]) == ["b", "again", "a", "c"]

@@ -10,7 +10,7 @@ from transfer.archive.fingerprint import (
     library_versions,
 )
 from transfer.archive.index import INDEX_COLUMNS, STATUSES
-from transfer.archive.store import DATA_FILES, Archive
+from transfer.archive.store import DATA_FILES, Archive, newest_first
 
 __all__ = [
     "DATA_FILES",
@@ -27,4 +27,5 @@ __all__ = [
     "fingerprint",
     "fingerprint_payload",
     "library_versions",
+    "newest_first",
 ]

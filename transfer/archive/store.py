@@ -51,6 +51,13 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+def newest_first(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows newest first. `created` has one-second resolution and two runs can finish in the
+    same second; the index keeps rows in the order they were written, so among equal times the
+    later row is the newer one."""
+    return df.iloc[::-1].sort_values("created", ascending=False, kind="stable")
+
+
 class Archive:
     """The archive rooted at `root` (default layout: `sweeps/`). See sweeps/README.md."""
 
@@ -228,9 +235,9 @@ class Archive:
         return pd.concat(frames, ignore_index=True)
 
     def find(self, fingerprint: str) -> list[dict]:
-        """Index rows with this fingerprint, newest first, each with `finished: bool`."""
-        df = self.runs()
-        df = df[df["fingerprint"] == fingerprint].sort_values("created", ascending=False)
+        """Index rows with this fingerprint, newest first (`newest_first`), each with
+        `finished: bool`."""
+        df = newest_first(self.runs()[lambda d: d["fingerprint"] == fingerprint])
         return [{**r, "finished": r["status"] == "finished"} for r in df.to_dict("records")]
 
     def load_run(self, name: str) -> dict:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import optuna
 
-from transfer.archive import changed_parts
+from transfer.archive import changed_parts, newest_first
 from transfer.outputs.write import COORD_PLOT
 from transfer.plan.planner import Plan
 from transfer.search import FINISHED
@@ -50,7 +50,7 @@ def _candidates(plan: Plan, *, force: bool) -> tuple[dict | None, str | None]:
     if "config_fingerprint" not in df:
         return None, None
     rows = df[(df["config_fingerprint"] == plan.config_fingerprint) & (df["name"] != plan.name)]
-    rows = rows.sort_values("created", ascending=False).to_dict("records")
+    rows = newest_first(rows).to_dict("records")
     if not rows:
         return None, None
     row = rows[0]
