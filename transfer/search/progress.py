@@ -1,13 +1,14 @@
 """Per-stage progress: a bar on a terminal, plain lines otherwise (logs, CI, workers).
 
 The ETA is the predicted seconds of the trials still to run (each from the timing probe of its
-own width, depth and token count, summed by the caller), scaled by what this phase has measured
-so far (measured ÷ predicted over the trials this process finished in it: pruned trials and a
-probe that runs fast or slow both show up there), divided over the workers sharing the study. Given trial by trial (`Left`: each unfinished
-trial's predicted seconds and how long it has run), it is the makespan of that work on the
-workers: a running trial counts what is left of it, the waiting ones go in order to whichever
-worker frees first, so a stage's last trial is one trial long, not half of one. Without a
-prediction it falls back to the phase's mean seconds per finished trial.
+own width, depth and token count), scaled by what this phase has measured so far (measured ÷
+predicted over the trials this process finished in it: pruned trials and a probe that runs fast
+or slow both show up there). Given trial by trial (`Left`: each unfinished trial's predicted
+seconds and how long it has run, running ones first), it is the makespan of that work on the
+workers sharing the study: a running trial counts what is left of it and the waiting ones go,
+in order, to whichever worker frees first, so a stage's last trial is one trial long, not half
+of one. Given as a sum, it is shared evenly by the workers. Without a prediction it falls back
+to the phase's mean seconds per finished trial.
 """
 
 from __future__ import annotations
