@@ -171,3 +171,17 @@ def test_a_sweep_with_the_horizon_check_writes_it_and_emits_its_provenance(horiz
                          else "rule: bjorck_horizon")
     assert (horizon_run / "plots" / "lr_horizon.png").is_file()
     print(f"horizon exponent {h['exponent']:+.3f} {h['exponent_ci']} used {h['used']}")
+
+
+def test_an_exponent_is_not_carried_further_than_its_interval_allows():
+    """Curves tight over their own 2 octaves of tokens (interval ~0.08 wide), but carried 25
+    octaves (a 9T-token target from 4000-token proxies) the interval spans ~2 octaves of lr, so
+    the emitted lr keeps the rule and says why."""
+    v = horizon.judge_horizon(synthetic(-6.0, -7.0, 0.005), -6.5, ValidationConf(**V))
+    near = horizon.measure(v, target_tokens=16000)
+    far = horizon.measure(v, target_tokens=4000 * 2.0**25)
+    lo, hi = far["exponent_ci"]
+    assert near["used"] == "measured" and near["lr_spread_at_target"] == pytest.approx(
+        2 * (hi - lo))
+    assert far["used"] == "rule" and far["lr_spread_at_target"] == pytest.approx(25 * (hi - lo))
+    assert any("octaves of lr" in r for r in far["reasons"]) and "the rule" in horizon.line(far)

@@ -162,3 +162,27 @@ def test_a_code_change_is_never_reused_silently(archived, trainings, monkeypatch
     assert row["reused_from"] == {"run": "b", "forced": True, "changed": ["trainer"],
                                   "trials": row["reused_from"]["trials"]}
     assert row["reused_from"]["trials"] > 0
+
+
+def test_a_run_finalized_by_another_live_process_is_reused_and_written(archived, tmp_path,
+                                                                       trainings):
+    """The archived run's finalize claim names its own writer (here: a process on another host,
+    which always reads as alive). Copied with the trials, it made the new run's only worker wait
+    for that writer: exit 0, no target.yaml. The claim is the old run's, not copied."""
+    import shutil
+
+    from transfer.search.storage import FINALIZE_CLAIM
+
+    root = tmp_path / "sweeps"
+    shutil.copytree(archived[0], root)
+    storage = make_storage({"kind": "journal"}, run_dir=root / "a")
+    claimed = 0
+    for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
+        study = optuna.load_study(study_name=s.study_name, storage=storage)
+        if FINALIZE_CLAIM in study.user_attrs:
+            study.set_user_attr(FINALIZE_CLAIM, {"owner": "another-host:1", "time": 0.0,
+                                                 "done": True})
+            claimed += 1
+    assert claimed
+    assert sweep(_cfg(root, "name=elsewhere")) in (3, 4)
+    assert trainings == [] and (root / "elsewhere" / "target.yaml").exists()

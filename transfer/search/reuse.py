@@ -17,7 +17,7 @@ from transfer.archive import changed_parts, newest_first
 from transfer.outputs.write import COORD_PLOT
 from transfer.plan.planner import Plan
 from transfer.search import FINISHED
-from transfer.search.storage import JOURNAL_FILE, make_storage
+from transfer.search.storage import FINALIZE_CLAIM, JOURNAL_FILE, make_storage
 
 
 def _copy_studies(src_storage, src_run: str, dst_storage, dst_run: str) -> int:
@@ -33,7 +33,11 @@ def _copy_studies(src_storage, src_run: str, dst_storage, dst_run: str) -> int:
         trials = [t for t in src.get_trials(deepcopy=False) if t.state in FINISHED]
         dst.add_trials(trials)
         for k, v in src.user_attrs.items():
-            dst.set_user_attr(k, v)
+            # the old run's finalize claim is not this run's: copied, it would make this run's
+            # only worker wait for a writer that is the old run's process (alive when the old
+            # run was swept in this same process, as target_check and notebooks do)
+            if k != FINALIZE_CLAIM:
+                dst.set_user_attr(k, v)
         n += len(trials)
     return n
 

@@ -173,6 +173,9 @@ def fail_stale(study: optuna.Study) -> None:
         optuna.storages.fail_stale_trials(study)
 
 
+FINALIZE_CLAIM = "finalize"  # study user attr: which worker writes a run's results (verdict.checks)
+
+
 def this_process() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 

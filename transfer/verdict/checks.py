@@ -21,7 +21,7 @@ import optuna
 
 from transfer.search import Context
 from transfer.search.phases import timed
-from transfer.search.storage import owner_alive, this_process
+from transfer.search.storage import FINALIZE_CLAIM, owner_alive, this_process
 from transfer.verdict import depth, horizon
 from transfer.verdict.coord import CoordResult
 from transfer.verdict.judge import Verdict
@@ -154,12 +154,12 @@ def _claim(ctx: Context, study: optuna.Study) -> bool:
     """True for exactly one live worker of the run: the one that writes the results."""
     me = this_process()
     with ctx.lock():
-        claim = study.user_attrs.get("finalize")
+        claim = study.user_attrs.get(FINALIZE_CLAIM)
         if claim and claim["owner"] != me and owner_alive(claim["owner"]):
             stale = not claim["done"] and time.time() - claim["time"] > 600
             if not stale:
                 return False
-        study.set_user_attr("finalize", {"owner": me, "time": time.time(), "done": False})
+        study.set_user_attr(FINALIZE_CLAIM, {"owner": me, "time": time.time(), "done": False})
         return True
 
 
@@ -183,4 +183,4 @@ def run_checks(ctx: Context, hp: dict, *, coord_plotted: bool,
 
 def mark_finalized(study: optuna.Study) -> None:
     """Every result file is written: a later claim by another worker is not stale."""
-    study.set_user_attr("finalize", {"owner": this_process(), "time": time.time(), "done": True})
+    study.set_user_attr(FINALIZE_CLAIM, {"owner": this_process(), "time": time.time(), "done": True})

@@ -14,7 +14,11 @@ transfer outcome (tolerance, loss gap) is not used: only the fit's numbers.
 "Tight" (the emitted lr then uses the measured exponent instead of `scaling.horizon_rule`'s):
 both optima bracketed by the grid, curvature S/N ≥ `validation.min_curvature_snr`, and the
 exponent's interval (at `validation.confidence`) no wider than `validation.horizon_max_ci`
-(0.2 by default: at ratio 4 that is 0.4 octave of drift, about a grid step).
+(0.2 by default: at ratio 4 that is 0.4 octave of drift, about a grid step), and, when the
+target's horizon is given, that interval carried to it — (hi − lo) × log2(target tokens / the
+proxies') — no wider than twice the lr tolerance (`validation.tolerance_log2`): an exponent
+measured over 2 octaves of tokens and applied across 25 (a 3B run's 9T tokens) multiplies its
+uncertainty by 12, and an interval 0.19 wide then spans 4.8 octaves of lr.
 
 Its own Optuna study, `<run>:validation-horizon`. Off unless `validation.horizon_enabled`.
 """
@@ -91,9 +95,11 @@ def judge_horizon(curves_: dict, tuned_log2: float, v) -> Verdict:
 
 
 def measure(verdict: Verdict, *, rule: str = "bjorck", beta: float = scaling.BJORCK_BETA,
-            max_ci: float = DEFAULT_MAX_CI) -> dict:
+            max_ci: float = DEFAULT_MAX_CI, target_tokens: float | None = None,
+            max_lr_spread: float = 1.0) -> dict:
     """The measured exponent of η* ∝ D^e, its interval, the rule's over the same range, and
-    which of the two the emitted lr uses (`used`: measured | rule)."""
+    which of the two the emitted lr uses (`used`: measured | rule). With `target_tokens`, the
+    interval carried to the target's horizon (octaves of lr) must be ≤ `max_lr_spread`."""
     short, full = verdict.widths
     octaves = math.log2(full / short)
     e = verdict.drift_log2 / octaves
@@ -107,6 +113,12 @@ def measure(verdict: Verdict, *, rule: str = "bjorck", beta: float = scaling.BJO
         why.append("no finite fit")
     elif not hi - lo <= max_ci:
         why.append(f"exponent interval {hi - lo:.2f} wide, over {max_ci:g}")
+    spread = None
+    if target_tokens and math.isfinite(lo) and math.isfinite(hi):
+        spread = (hi - lo) * math.log2(float(target_tokens) / full)
+        if not spread <= max_lr_spread:
+            why.append(f"carried to the target's {float(target_tokens):.3g} tokens, the interval "
+                       f"spans {spread:.1f} octaves of lr, over {max_lr_spread:g}")
     if not snr >= min_snr:
         why.append(f"curvature S/N {snr:.1f} under {min_snr:g}")
     tight = not why
@@ -115,11 +127,15 @@ def measure(verdict: Verdict, *, rule: str = "bjorck", beta: float = scaling.BJO
             "drift_log2": verdict.drift_log2, "drift_ci": list(verdict.drift_ci),
             "optima_log2": {str(k): x for k, x in verdict.best_log2_lr.items()},
             "curvature_snr": snr, "min_curvature_snr": min_snr, "max_ci": max_ci,
+            "target_tokens": target_tokens, "lr_spread_at_target": spread,
+            "max_lr_spread": max_lr_spread if target_tokens else None,
             "rule": rule_label, "rule_exponent": rule_e, "rule_drift_log2": rule_e * octaves,
             "tight": tight, "used": "measured" if tight else "rule",
             "reasons": why,
             "criterion": f"tight: both optima bracketed, curvature S/N ≥ {min_snr:g} and the "
-                         f"exponent's {verdict.confidence:.0%} interval ≤ {max_ci:g} wide"}
+                         f"exponent's {verdict.confidence:.0%} interval ≤ {max_ci:g} wide"
+                         + (f", and ≤ {max_lr_spread:g} octave of lr carried to the target's "
+                            "horizon" if target_tokens else "")}
 
 
 def validate_horizon(ctx: Context, hp: dict, width_study: optuna.Study
@@ -132,7 +148,9 @@ def validate_horizon(ctx: Context, hp: dict, width_study: optuna.Study
                             round(math.log2(float(hp["lr"])), 6), v)
     s = ctx.cfg.scaling
     result = measure(verdict, rule=s.horizon_rule, beta=float(s.horizon_beta),
-                     max_ci=float(v.horizon_max_ci))
+                     max_ci=float(v.horizon_max_ci),
+                     target_tokens=float(ctx.cfg.model.train_tokens),
+                     max_lr_spread=2 * float(v.tolerance_log2))
     return verdict, result
 
 
