@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import math
 import sys
@@ -83,6 +84,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--emit-only", action="store_true",
                    help="only the emitting sweeps (reused from the archive): the emitted lr and "
                         "interval per target, no target trained")
+    p.add_argument("--figure", type=Path, default=None,
+                   help="write the curves (every --out summary given with --from) as a PNG")
+    p.add_argument("--from", dest="summaries", type=Path, nargs="+", default=None,
+                   help="summary.json files to draw with --figure instead of running")
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="tiny sizes: the plumbing only")
     p.add_argument("--threads", type=int, default=2)
@@ -287,8 +292,45 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def figure_png(results: list[dict]) -> bytes:
+    """Each target's seed-mean curve against log2 lr, its fitted optimum (dot, 90 % bar) and
+    the emitted lr with its interval (shaded), one panel per target."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4 * len(results), 3.4))
+    FigureCanvasAgg(fig)
+    for i, r in enumerate(results):
+        ax = fig.add_subplot(1, len(results), i + 1)
+        c = r["curve"]
+        ax.plot(c["log2_lr"], c["loss"], "o-", color="C0", label="target's curve (seed mean)")
+        lo, hi = r["emitted_interval_log2"]
+        ax.axvspan(lo, hi, color="C1", alpha=0.25, label="emitted 90 %")
+        ax.axvline(r["emitted_log2"], color="C1", label="emitted lr")
+        olo, ohi = r["target_optimum_ci"]
+        y = min(v for v in c["loss"] if math.isfinite(v))
+        ax.errorbar([r["target_optimum_log2"]], [y], xerr=[[r["target_optimum_log2"] - olo],
+                    [ohi - r["target_optimum_log2"]]], fmt="s", color="C3",
+                    label="target's optimum, 90 %")
+        ax.set_title(f"{r['target']} {r['shape']['d_model']}×{r['shape']['n_layers']} "
+                     f"({r['parametrization']}): {r['distance_log2']:+.2f} oct.", fontsize=9)
+        ax.set_xlabel("log2 lr")
+        if i == 0:
+            ax.set_ylabel("held-out loss")
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    return buf.getvalue()
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.figure and args.summaries:
+        results = [r for f in args.summaries for r in json.loads(f.read_text())]
+        args.figure.write_bytes(figure_png(results))
+        print(table(results))
+        return 0
     torch.set_num_threads(args.threads)
     if hf.transformers_or_none() is None:
         print(f"target_check needs transformers: {hf.INSTALL_HINT}", file=sys.stderr)
@@ -301,6 +343,8 @@ def main(argv=None) -> int:
         (args.out / "emitted.json").write_text(json.dumps(results, indent=2))
         return 0
     (args.out / "summary.json").write_text(json.dumps(results, indent=2))
+    if args.figure:
+        args.figure.write_bytes(figure_png(results))
     print(("SMOKE (plumbing only, not evidence)\n" if args.smoke else "") + table(results))
     return 0
 

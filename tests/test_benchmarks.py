@@ -68,8 +68,10 @@ def test_target_check(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| width | 128×1 | mup" in out
     assert list((tmp_path / "points").glob("*.json"))
-    assert bench("target_check").main(args) == 0  # cached: nothing retrained
+    fig = tmp_path / "held_out.png"
+    assert bench("target_check").main(args + ["--figure", str(fig)]) == 0  # cached: nothing retrained
     assert "log2 lr" not in capsys.readouterr().out.split("SMOKE")[0].split("sweep exit")[-1]
+    assert fig.read_bytes()[:4] == b"\x89PNG"
     points = tmp_path / "elsewhere"
     assert bench("target_check").main(args + ["--emit-only", "--points", str(points)]) == 0
     assert "width 128x1 [mup]: emitted log2 lr" in capsys.readouterr().out
