@@ -29,6 +29,8 @@ tests/test_benchmarks.py):
         --points benchmarks/points/target_check
     python benchmarks/target_check.py --out /tmp/tc --archive <sweeps> --emit-only  # emission
     python benchmarks/target_check.py --out /tmp/tc --smoke         # plumbing, ~2 min
+    python benchmarks/target_check.py --out /tmp/tc --figure docs/figures/held_out_targets.png \
+        --from benchmarks/points/summaries/both_mup.json benchmarks/points/summaries/width_sp.json
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="only the emitting sweeps (reused from the archive): the emitted lr and "
                         "interval per target, no target trained")
     p.add_argument("--figure", type=Path, default=None,
-                   help="write the curves (every --out summary given with --from) as a PNG")
+                   help="write the held-out curves as a PNG: this run's, or those of --from")
     p.add_argument("--from", dest="summaries", type=Path, nargs="+", default=None,
                    help="summary.json files to draw with --figure instead of running")
     p.add_argument("--seeds", type=int, default=2)
