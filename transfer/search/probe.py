@@ -54,6 +54,13 @@ def running_seconds(trial, now: datetime | None = None) -> float:
     return max(0.0, ((now or datetime.now()) - start).total_seconds())
 
 
+def unfinished(trials) -> list:
+    """The trials still to finish, running ones first, then the waiting ones, each in study
+    order: the order the ETA hands them to the workers (`transfer.search.progress.makespan`)."""
+    return ([t for t in trials if t.state == TrialState.RUNNING]
+            + [t for t in trials if t.state == TrialState.WAITING])
+
+
 def queued_trials(study, predict, key=None) -> list[tuple[float, float]]:
     """A grid study's trials not finished yet, running ones first, as (seconds, seconds run)
     for `transfer.search.progress`: `predict(params)` for the fixed parameters each was
@@ -64,10 +71,8 @@ def queued_trials(study, predict, key=None) -> list[tuple[float, float]]:
     ratio, overall = measured_ratios(trials, key) if key else ({}, 1.0)
     now = datetime.now()
     out = []
-    for state in (TrialState.RUNNING, TrialState.WAITING):
-        for t in trials:
-            if t.state == state:
-                p = t.system_attrs.get("fixed_params", t.params)
-                out.append((predict(p) * (ratio.get(key(p), overall) if key else 1.0),
-                            running_seconds(t, now)))
+    for t in unfinished(trials):
+        p = t.system_attrs.get("fixed_params", t.params)
+        out.append((predict(p) * (ratio.get(key(p), overall) if key else 1.0),
+                    running_seconds(t, now)))
     return out

@@ -15,7 +15,7 @@ from optuna.trial import TrialState
 
 from transfer.plan.errors import UserError
 from transfer.search.context import Context
-from transfer.search.probe import predict_seconds, running_seconds
+from transfer.search.probe import predict_seconds, running_seconds, unfinished
 from transfer.search.space import (
     choices,
     default_hparams,
@@ -131,11 +131,9 @@ def stage_left(study: optuna.Study, per_trial: list[float]) -> list[tuple[float,
     first with how long they have run, then the waiting and the not yet sampled ones."""
     trials = study.get_trials(deepcopy=False)
     now = datetime.now()
-    running = [(per_trial[t.number], running_seconds(t, now)) for t in trials
-               if t.state == TrialState.RUNNING and t.number < len(per_trial)]
-    waiting = [(per_trial[t.number], 0.0) for t in trials
-               if t.state == TrialState.WAITING and t.number < len(per_trial)]
-    return running + waiting + [(s, 0.0) for s in per_trial[len(trials):]]
+    started = [(per_trial[t.number], running_seconds(t, now)) for t in unfinished(trials)
+               if t.number < len(per_trial)]
+    return started + [(s, 0.0) for s in per_trial[len(trials):]]
 
 
 def seed_stage(ctx: Context, study: optuna.Study, space: dict, hp: dict,

@@ -122,8 +122,8 @@ def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
 
     def left() -> Left:  # predicted seconds of the queued points, each in its own context
         return queued_trials(study, lambda p: predict_seconds(axis.contexts[p[axis.param]], hp,
-                                                               ctx.proxies.width),
-                              key=lambda p: p[axis.param])
+                                                              ctx.proxies.width),
+                             key=lambda p: p[axis.param])
 
     train_grid(ctx, study, axis.stage, run,
                lambda: extend(ctx, axis, study, width_study, center), left)

@@ -147,7 +147,7 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
 
     train_grid(ctx, study, "validation", run, lambda: extend_grid(ctx, study, center),
                lambda: queued_trials(study, lambda p: predict_seconds(ctx, hp, p["width"]),
-                                      key=lambda p: p["width"]))
+                                     key=lambda p: p["width"]))
     return study
 
 
