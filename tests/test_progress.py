@@ -8,39 +8,39 @@ from transfer.search.progress import Progress
 
 def test_eta_is_remaining_prediction_scaled_by_the_phase_measured_ratio():
     p = Progress("off")
-    p.stage_start("validation", 0, 4, remaining_seconds=100.0)
+    p.stage_start("validation", 0, 4, remaining_seconds=[(100.0, 0.0)])
     assert p.eta(0) == 100.0  # nothing measured yet: the prediction as it is
     p.trial_done(predicted=10.0, seconds=15.0)  # this phase runs 1.5× slower than its probe
-    assert math.isclose(p.eta(1, remaining_seconds=90.0), 135.0)
+    assert math.isclose(p.eta(1, remaining_seconds=[(90.0, 0.0)]), 135.0)
 
 
 def test_eta_mixes_widths_by_their_own_predictions_not_an_average():
     p = Progress("off")
     # 1 narrow trial (5 s) and 1 wide one (40 s) left: the average of finished trials says nothing
-    p.stage_start("validation", 2, 4, remaining_seconds=45.0)
+    p.stage_start("validation", 2, 4, remaining_seconds=[(5.0, 0.0), (40.0, 0.0)])
     p.trial_done(predicted=5.0, seconds=5.0)
-    assert math.isclose(p.eta(3, remaining_seconds=40.0), 40.0)
+    assert math.isclose(p.eta(3, remaining_seconds=[(40.0, 0.0)]), 40.0)
 
 
 def test_workers_share_the_remaining_work():
     p = Progress("off", workers=2)
-    p.stage_start("lr", 0, 8, remaining_seconds=80.0)
+    p.stage_start("lr", 0, 8, remaining_seconds=[(10.0, 0.0)] * 8)
     assert p.eta(0) == 40.0
 
 
 def test_a_new_phase_forgets_the_ratio_a_grown_grid_keeps_it():
     p = Progress("off")
-    p.stage_start("lr", 0, 2, remaining_seconds=20.0)
+    p.stage_start("lr", 0, 2, remaining_seconds=[(10.0, 0.0)] * 2)
     p.trial_done(predicted=10.0, seconds=5.0)  # pruned: half the predicted time
-    p.stage_start("lr", 1, 3, remaining_seconds=20.0)  # the same phase, grown
+    p.stage_start("lr", 1, 3, remaining_seconds=[(10.0, 0.0)] * 2)  # the same phase, grown
     assert p.ratio() == 0.5
-    p.stage_start("validation", 0, 2, remaining_seconds=20.0)
+    p.stage_start("validation", 0, 2, remaining_seconds=[(10.0, 0.0)] * 2)
     assert p.ratio() == 1.0
 
 
 def test_copied_trials_do_not_move_the_ratio():
     p = Progress("off")
-    p.stage_start("warmup", 0, 4, remaining_seconds=30.0)
+    p.stage_start("warmup", 0, 4, remaining_seconds=[(10.0, 0.0)] * 3)
     p.trial_done(predicted=0.0, seconds=0.0)  # the incumbent, copied from the previous stage
     assert p.ratio() == 1.0
 
@@ -56,8 +56,8 @@ def test_without_a_prediction_the_mean_pace_is_used():
 def test_lines_print_the_eta():
     out = io.StringIO()
     p = Progress("lines", out)
-    p.stage_start("lr", 0, 2, remaining_seconds=120.0)
-    p.update(1, 2.5, {"lr": 0.01}, remaining_seconds=61.0)
+    p.stage_start("lr", 0, 2, remaining_seconds=[(60.0, 0.0)] * 2)
+    p.update(1, 2.5, {"lr": 0.01}, remaining_seconds=[(61.0, 0.0)])
     assert out.getvalue().splitlines()[-1] == "stage lr: 1/2 trials, best 2.5000 (lr=0.01), eta 1m01s"
 
 
@@ -124,10 +124,10 @@ def test_the_eta_is_the_makespan_of_what_is_left_on_the_workers():
 
 def test_a_calibrated_remaining_time_is_not_scaled_twice():
     p = Progress("off", workers=2)
-    p.stage_start("validation", 0, 4, 100.0, calibrated=True)
+    p.stage_start("validation", 0, 4, [(50.0, 0.0)] * 2, calibrated=True)
     p.trial_done(10.0, 20.0)  # this process ran 2× its prediction
     assert p.eta(1) == 50.0  # already scaled by the caller: only shared by the workers
-    p.stage_start("lr", 0, 4, 100.0)
+    p.stage_start("lr", 0, 4, [(50.0, 0.0)] * 2)
     p.trial_done(10.0, 20.0)
     assert p.eta(1) == 100.0  # a stage's remaining time takes this process's ratio
 

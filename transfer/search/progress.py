@@ -7,8 +7,7 @@ or slow both show up there). Given trial by trial (`Left`: each unfinished trial
 seconds and how long it has run, running ones first), it is the makespan of that work on the
 workers sharing the study: a running trial counts what is left of it and the waiting ones go,
 in order, to whichever worker frees first, so a stage's last trial is one trial long, not half
-of one. Given as a sum, it is shared evenly by the workers. Without a prediction it falls back
-to the phase's mean seconds per finished trial.
+of one. Without a prediction it falls back to the phase's mean seconds per finished trial.
 """
 
 from __future__ import annotations
@@ -49,16 +48,15 @@ class Progress:
         self._bar = None
         self._name, self._total, self._t0, self._done0 = "", 0, time.monotonic(), 0
         self._predicted = self._measured = 0.0
-        self._remaining: float | None = None
+        self._remaining: Left | None = None
         self._calibrated = False
 
     def stage_start(self, name: str, done: int, total: int,
-                    remaining_seconds: float | Left | None = None, *,
-                    calibrated: bool = False) -> None:
+                    remaining_seconds: Left | None = None, *, calibrated: bool = False) -> None:
         """A phase begins (or restarts after its grid grew); `remaining_seconds`: the predicted
-        seconds of its trials not finished yet, as a sum or trial by trial (`Left`, running
-        ones first) — `calibrated` when they are already scaled by what finished trials
-        measured (a grid's `queued_trials`), so no second ratio applies."""
+        seconds of its trials not finished yet, trial by trial (`Left`, running ones first) —
+        `calibrated` when they are already scaled by what finished trials measured (a grid's
+        `queued_trials`), so no second ratio applies."""
         if name != self._name:  # a new phase: its own measured/predicted ratio
             self._predicted = self._measured = 0.0
         self._calibrated = calibrated
@@ -89,13 +87,11 @@ class Progress:
         """Measured ÷ predicted over this phase's finished trials (1 before the first)."""
         return self._measured / self._predicted if self._predicted > 0 else 1.0
 
-    def eta(self, done: int, remaining_seconds: float | Left | None = None) -> float:
+    def eta(self, done: int, remaining_seconds: Left | None = None) -> float:
         if remaining_seconds is not None:
             self._remaining = remaining_seconds
         if self._remaining is not None:
             ratio = 1.0 if self._calibrated else self.ratio()
-            if isinstance(self._remaining, (int, float)):
-                return max(0.0, self._remaining) * ratio / self.workers
             return makespan([s * ratio - ran for s, ran in self._remaining], self.workers)
         if done <= self._done0:
             return math.nan
@@ -103,7 +99,7 @@ class Progress:
         return rate * (self._total - done)
 
     def update(self, done: int, best: float | None, best_params: dict | None = None, *,
-               remaining_seconds: float | Left | None = None) -> None:
+               remaining_seconds: Left | None = None) -> None:
         """`remaining_seconds`: the predicted seconds of the trials still to run, now."""
         eta = self.eta(done, remaining_seconds)
         eta_s = _fmt_s(eta) if math.isfinite(eta) else "?"
