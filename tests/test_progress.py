@@ -122,6 +122,23 @@ def test_the_eta_is_the_makespan_of_what_is_left_on_the_workers():
     assert p.eta(2, remaining_seconds=[(11.0, 6.0)]) == 0.0
 
 
+def test_the_eta_is_the_expected_makespan_over_what_the_pruner_may_cut():
+    from transfer.search.progress import expected_makespan, makespan
+
+    # the last round: two trials on two workers, each cut to 5 s with probability ½; the stage
+    # ends at 10 s unless both are cut (¼): 8.75 s, not the 7.5 s of two trials of mean length
+    assert expected_makespan([(10.0, 0.5, 5.0), (10.0, 0.5, 5.0)], 2) == 8.75
+    assert makespan([7.5, 7.5], 2) == 7.5
+    assert expected_makespan([(10.0, 0.0, 10.0), (4.0, 1.0, 2.0)], 1) == 12.0  # certain either way
+    many = [(10.0, 0.5, 5.0)] * 14  # past the exact enumeration: sampled, from a fixed seed
+    e = expected_makespan(many, 2)
+    assert e == expected_makespan(many, 2) and 50.0 < e < 60.0  # 7 × 7.5 s each side, plus luck
+    p = Progress("off", workers=2)
+    p.stage_start("warmup", 1, 3, [(10.0, 6.0, 0.5, 5.0), (10.0, 0.0, 0.5, 5.0)])
+    # the running trial is past the 5 s where the pruner would have cut it: it runs its 4 s out
+    assert p.eta(1) == 7.5  # the waiting one: 10 or 5 s on the other worker
+
+
 def test_a_calibrated_remaining_time_is_not_scaled_twice():
     p = Progress("off", workers=2)
     p.stage_start("validation", 0, 4, [(50.0, 0.0)] * 2, calibrated=True)
@@ -143,6 +160,8 @@ def test_a_stage_prices_its_trials_by_their_place_in_the_layout():
     for b in (16, 32, 64):
         study.enqueue_trial({"batch_size": b})
     running = study.ask()  # the first queued choice (layout place 1), on another worker
-    left = stage_left(study, [0.0, 5.0, 7.0, 9.0, 11.0])
-    assert running.number == 1 and [s for s, _ in left] == [5.0, 7.0, 9.0, 11.0]
-    assert left[0][1] >= 0.0 and all(ran == 0.0 for _, ran in left[1:])
+    left = stage_left(study, [(0.0, 0.0, 0.0), (5.0, 0.0, 5.0), (7.0, 0.5, 3.5), (9.0, 0.5, 4.5),
+                              (11.0, 0.5, 5.5)])
+    assert running.number == 1 and [t[0] for t in left] == [5.0, 7.0, 9.0, 11.0]
+    assert left[0][1] >= 0.0 and all(t[1] == 0.0 for t in left[1:])
+    assert [t[2:] for t in left] == [(0.0, 5.0), (0.5, 3.5), (0.5, 4.5), (0.5, 5.5)]

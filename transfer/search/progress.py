@@ -7,18 +7,30 @@ or slow both show up there). Given trial by trial (`Left`: each unfinished trial
 seconds and how long it has run, running ones first), it is the makespan of that work on the
 workers sharing the study: a running trial counts what is left of it and the waiting ones go,
 in order, to whichever worker frees first, so a stage's last trial is one trial long, not half
-of one. Without a prediction it falls back to the phase's mean seconds per finished trial.
+of one. A trial the pruner may stop (a stage's, past the pruner's start-up) carries its
+probability of being stopped and its seconds if it is; the ETA is then the *expected* makespan
+over those outcomes (not the makespan of expected lengths, which is short whenever the last
+round of trials may or may not be cut), and a running trial that has run past the point where
+it would have been stopped has survived it and is priced in full. Without a prediction it
+falls back to the phase's mean seconds per finished trial.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import sys
 import time
 from collections.abc import Sequence
 
-Left = Sequence[tuple[float, float]]  # per unfinished trial: (predicted seconds, seconds run)
+import numpy as np
+
+# per unfinished trial: (predicted seconds, seconds run), or (predicted seconds, seconds run,
+# probability the pruner stops it, predicted seconds if it is stopped)
+Left = Sequence[tuple[float, ...]]
+EXACT_OUTCOMES = 10  # up to 2**10 pruning outcomes enumerated; more are sampled (seeded)
+SAMPLED_OUTCOMES = 1024
 
 
 def makespan(seconds: Sequence[float], workers: int) -> float:
@@ -28,6 +40,39 @@ def makespan(seconds: Sequence[float], workers: int) -> float:
     for s in seconds:
         heapq.heapreplace(free, free[0] + max(0.0, float(s)))
     return max(free)
+
+
+def expected_makespan(trials: Sequence[tuple[float, float, float]], workers: int) -> float:
+    """The expected `makespan` of `trials`, each (seconds left if it runs to the end,
+    probability it is stopped, seconds left if it is): every pruning outcome weighted by its
+    probability — enumerated when at most `EXACT_OUTCOMES` trials are uncertain, else
+    `SAMPLED_OUTCOMES` draws from a fixed seed (the ETA must not flicker between updates)."""
+    full = [f for f, _, _ in trials]
+    open_ = [i for i, (_, p, _) in enumerate(trials) if 0.0 < p < 1.0]
+    cut = [i for i, (_, p, _) in enumerate(trials) if p >= 1.0]
+    for i in cut:
+        full[i] = trials[i][2]
+    if not open_:
+        return makespan(full, workers)
+    if len(open_) <= EXACT_OUTCOMES:
+        outcomes = itertools.product((False, True), repeat=len(open_))
+        draws = None
+    else:
+        rng = np.random.default_rng(0)
+        p = np.array([trials[i][1] for i in open_])
+        draws = rng.random((SAMPLED_OUTCOMES, len(open_))) < p
+        outcomes = (tuple(row) for row in draws)
+    total = weight = 0.0
+    for stopped in outcomes:
+        seconds, w = list(full), 1.0
+        for i, s in zip(open_, stopped, strict=True):
+            if s:
+                seconds[i] = trials[i][2]
+            if draws is None:
+                w *= trials[i][1] if s else 1.0 - trials[i][1]
+        total += w * makespan(seconds, workers)
+        weight += w
+    return total / weight
 
 
 def _fmt_s(s: float) -> str:
@@ -92,7 +137,13 @@ class Progress:
             self._remaining = remaining_seconds
         if self._remaining is not None:
             ratio = 1.0 if self._calibrated else self.ratio()
-            return makespan([s * ratio - ran for s, ran in self._remaining], self.workers)
+            trials = []
+            for s, ran, *stop in self._remaining:
+                p, short = stop if stop else (0.0, s)
+                full, short = s * ratio - ran, short * ratio - ran
+                # running past where the pruner would have stopped it: it survived, runs on
+                trials.append((full, p if short > 0.0 else 0.0, short))
+            return expected_makespan(trials, self.workers)
         if done <= self._done0:
             return math.nan
         rate = (time.monotonic() - self._t0) / (done - self._done0)

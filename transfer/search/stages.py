@@ -103,12 +103,15 @@ def stage_layout(space: dict, hp: dict, trials: int, *, has_previous: bool
 PRUNE_PROBABILITY = 0.5  # a median rule stops about half the trials it may stop
 
 
-def expected_trial_seconds(ctx: Context, hp: dict, index: int, name: str) -> list[float]:
-    """Each of stage `name`'s trials' expected seconds, in the order the stage lays them out
-    (`stage_layout`): 0 for the copied incumbent, each queued choice probed at its own shape,
-    the sampled ones at `hp`'s; with a pruner, a trial past its start-up is stopped with
-    probability ½ at its first eligible evaluation and costs that share. The stage's ETA and
-    `transfer.search.predict` both read this."""
+Price = tuple[float, float, float]  # (seconds in full, probability it is stopped, seconds if stopped)
+
+
+def trial_prices(ctx: Context, hp: dict, index: int, name: str) -> list[Price]:
+    """Each of stage `name`'s trials, in the order the stage lays them out (`stage_layout`):
+    0 s for the copied incumbent, each queued choice probed at its own shape, the sampled ones
+    at `hp`'s; with a pruner, a trial past its start-up is stopped with probability ½ at its
+    first eligible evaluation and then costs that share. The stage's ETA reads these (its
+    expected makespan, `transfer.search.progress`); `transfer.search.predict` their means."""
     cfg = ctx.cfg
     n = int(cfg.stages.stage[name].trials)
     space = stage_space(cfg, name, hp)
@@ -118,22 +121,27 @@ def expected_trial_seconds(ctx: Context, hp: dict, index: int, name: str) -> lis
                                        for q in queued]
     per += [full] * (n - len(per))
     if cfg.pruner.kind == "none":
-        return per
+        return [(t, 0.0, t) for t in per]
     evals = max(1, int(cfg.train.n_evals))
     share = min(1.0, (pruner_warmup(cfg) + 1) / evals)  # trained before it may be pruned
-    keep = 1.0 - PRUNE_PROBABILITY * (1.0 - share)
-    return [t if i < PRUNER_STARTUP_TRIALS else t * keep for i, t in enumerate(per)]
+    return [(t, 0.0, t) if i < PRUNER_STARTUP_TRIALS else (t, PRUNE_PROBABILITY, t * share)
+            for i, t in enumerate(per)]
 
 
-def stage_left(study: optuna.Study, per_trial: list[float]) -> list[tuple[float, float]]:
+def expected_trial_seconds(ctx: Context, hp: dict, index: int, name: str) -> list[float]:
+    """Each of stage `name`'s trials' expected seconds (`trial_prices`' means), in layout order."""
+    return [t - p * (t - short) for t, p, short in trial_prices(ctx, hp, index, name)]
+
+
+def stage_left(study: optuna.Study, per_trial: list[Price]) -> list[tuple[float, ...]]:
     """The stage's unfinished trials for the ETA (`transfer.search.progress.Left`): each one's
-    expected seconds from its place in the layout (a trial's number in its study), running ones
-    first with how long they have run, then the waiting and the not yet sampled ones."""
+    price from its place in the layout (a trial's number in its study), running ones first
+    with how long they have run, then the waiting and the not yet sampled ones."""
     trials = study.get_trials(deepcopy=False)
     now = datetime.now()
-    started = [(per_trial[t.number], running_seconds(t, now)) for t in unfinished(trials)
-               if t.number < len(per_trial)]
-    return started + [(s, 0.0) for s in per_trial[len(trials):]]
+    started = [(per_trial[t.number][0], running_seconds(t, now), *per_trial[t.number][1:])
+               for t in unfinished(trials) if t.number < len(per_trial)]
+    return started + [(s, 0.0, p, short) for s, p, short in per_trial[len(trials):]]
 
 
 def seed_stage(ctx: Context, study: optuna.Study, space: dict, hp: dict,
@@ -176,8 +184,8 @@ def run_stages(ctx: Context) -> dict:
         done = min(n_finished(study), total)
         # the ETA's prices (probes of every queued shape), where the ETA is shown; a finished
         # stage (a resumed or re-emitted run) must not train even a probe
-        per_trial = (expected_trial_seconds(ctx, hp, index, name)
-                     if done < total and ctx.progress.shown else [0.0] * total)
+        per_trial = (trial_prices(ctx, hp, index, name)
+                     if done < total and ctx.progress.shown else [(0.0, 0.0, 0.0)] * total)
         ctx.progress.stage_start(name, done, total, stage_left(study, per_trial))
         for trial in work(ctx, study, total):
             trial_hp = dict(hp, **{k: suggest(trial, k, p) for k, p in space.items()})

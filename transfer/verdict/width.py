@@ -73,12 +73,16 @@ def _enqueue(study: optuna.Study, widths: list[int], seeds: int, xs: list[float]
 
 
 def enqueue_grid(ctx: Context, study: optuna.Study, center: float) -> None:
-    """Queue every (width, seed, lr) point once, whoever gets here first."""
+    """Queue every (width, seed, lr) point once, whoever gets here first: the widest first.
+    Longest first (LPT) keeps the workers' last round short (the narrow trials fill the gaps),
+    and the first trials to finish are the wide ones that cost the most, side by side as the
+    rest of them will run, so the ETA's measured ÷ predicted is of the trials that dominate
+    the time left, not of a narrow trial beside another (`queued_trials`)."""
     v = ctx.cfg.validation
     with ctx.lock():
         if study.get_trials(deepcopy=False):
             return
-        _enqueue(study, ctx.proxies.widths(), v.seeds,
+        _enqueue(study, sorted(ctx.proxies.widths(), reverse=True), v.seeds,
                  grid(center, v.points, v.step_log2))
 
 
@@ -97,7 +101,7 @@ def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float]
         if any(t.state in (TrialState.WAITING, TrialState.RUNNING) for t in trials):
             return None
         new = extend_each(curves_from(study, widths), step=v.step_log2, bounds=bounds)
-        for width, xs in new.items():
+        for width, xs in sorted(new.items(), reverse=True):  # the widest first, as the grid
             _enqueue(study, [width], v.seeds, xs)
     return sorted({x for xs in new.values() for x in xs})
 
