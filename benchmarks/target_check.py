@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import math
 import sys
@@ -49,7 +48,7 @@ import torch
 import torch.nn.functional as F
 
 from transfer.cli.run import run_sweep
-from transfer.outputs import apply, hf
+from transfer.outputs import apply, hf, plots
 from transfer.plan.compose import compose
 from transfer.plan.data import eval_batches, load_corpus, sample_batch
 from transfer.plan.planner import plan_sweep
@@ -297,11 +296,7 @@ def table(results: list[dict]) -> str:
 def figure_png(results: list[dict]) -> bytes:
     """Each target's seed-mean curve against log2 lr, its fitted optimum (dot, 90 % bar) and
     the emitted lr with its interval (shaded), one panel per target."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(4 * len(results), 3.4))
-    FigureCanvasAgg(fig)
+    fig = plots.figure(figsize=(4 * len(results), 3.4))
     for i, r in enumerate(results):
         ax = fig.add_subplot(1, len(results), i + 1)
         c = r["curve"]
@@ -320,10 +315,7 @@ def figure_png(results: list[dict]) -> bytes:
         if i == 0:
             ax.set_ylabel("held-out loss")
             ax.legend(fontsize=7)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    return buf.getvalue()
+    return plots.png_bytes(fig, dpi=110)
 
 
 def main(argv=None) -> int:

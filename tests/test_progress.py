@@ -165,3 +165,10 @@ def test_a_stage_prices_its_trials_by_their_place_in_the_layout():
     assert running.number == 1 and [t[0] for t in left] == [5.0, 7.0, 9.0, 11.0]
     assert left[0][1] >= 0.0 and all(t[1] == 0.0 for t in left[1:])
     assert [t[2:] for t in left] == [(0.0, 5.0), (0.5, 3.5), (0.5, 4.5), (0.5, 5.5)]
+
+
+def test_the_printed_eta_rounds_to_the_nearest_second():
+    from transfer.search.progress import _fmt_s
+
+    assert _fmt_s(6.9) == "0m07s" and _fmt_s(6.4) == "0m06s" and _fmt_s(-3.0) == "0m00s"
+    assert _fmt_s(3725.0) == "1h02m"

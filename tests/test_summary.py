@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from transfer.outputs.summary import not_transferred_line
+from transfer.outputs.summary import not_transferred_line, saved_text
 
 
 def test_not_transferred_line_names_target_yaml_items_in_order_once():
@@ -18,3 +18,9 @@ def test_not_transferred_line_names_target_yaml_items_in_order_once():
 
 def test_not_transferred_line_without_items_says_so():
     assert "nothing listed" in not_transferred_line({"provenance": {"not_transferred": []}})
+
+
+def test_a_saving_is_claimed_only_when_validated_and_a_negative_one_says_what_it_means():
+    assert saved_text({"saved_gpu_hours": None}) == "nothing claimed (not validated)"
+    assert saved_text({"saved_gpu_hours": 120.0}) == "120 GPU-h vs fitting own laws"
+    assert "the tuning cost more than that baseline" in saved_text({"saved_gpu_hours": -0.02})

@@ -15,29 +15,33 @@ from transfer.verdict.coord import CoordResult, module_kind
 from transfer.verdict.judge import Verdict
 from transfer.verdict.trajectory import predict
 
-__all__ = ["coord_png", "plot_coord", "run_plots", "trajectory_png", "transfer_png"]
+__all__ = ["coord_png", "figure", "plot_coord", "png_bytes", "run_plots", "trajectory_png",
+           "transfer_png"]
 
 
-def _figure():
+def figure(figsize: tuple[float, float] = (6, 4)):
+    """A matplotlib Figure on its own Agg canvas, without touching pyplot's global backend
+    (the benchmarks' figures use it too)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # plotting only: not on import
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6, 4))
-    FigureCanvasAgg(fig)  # an Agg canvas without touching pyplot's global backend
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
     return fig
 
 
-def _png(fig) -> bytes:
+def png_bytes(fig, dpi: int = 120) -> bytes:
+    """`fig`, laid out, as PNG bytes."""
     fig.tight_layout()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
+    fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()
 
 
 def trajectory_png(t: Mapping, *, axis: str = "width") -> bytes:
     """Each measured width's optimum (with its interval), both trajectory models through them
     out to the target, and the emitted estimate with its interval there."""
-    fig = _figure()
+    fig = figure()
     ax = fig.subplots()
     ws, vs = list(t["widths"]), np.asarray(t["vertices"], dtype=float)
     ci = np.asarray(t["vertex_ci"], dtype=float)
@@ -60,7 +64,7 @@ def trajectory_png(t: Mapping, *, axis: str = "width") -> bytes:
     ax.set_title(f"optimum at {axis} {t['target_width']}: {t['estimate']:.2f} "
                  f"[{lo:.2f}, {hi:.2f}]")
     ax.legend(fontsize=8)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def transfer_png(verdict: Verdict, *, label: str = "width") -> bytes:

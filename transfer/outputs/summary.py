@@ -34,11 +34,19 @@ def run_lines(*, name: str, run_dir: Path, stages: Sequence[StageSummary],
     lines.append(
         f"   target run   {cost['target']['gpu_hours']:.3g} GPU-h on {cost['target']['hardware']}"
         f"; tuning {cost['tuning']['gpu_hours']:.3g} GPU-h-equivalent "
-        f"({cost['tuning_fraction']:.2e} of it); saved "
-        + ("nothing claimed (not validated)" if cost["saved_gpu_hours"] is None
-           else f"{cost['saved_gpu_hours']:.3g} GPU-h vs fitting own laws"))
+        f"({cost['tuning_fraction']:.2e} of it); saved {saved_text(cost)}")
     lines.append(not_transferred_line(target))
     return lines
+
+
+def saved_text(cost: Mapping) -> str:
+    """The saving claimed against fitting one's own laws: none when not validated, and said
+    so when it is negative (a target small enough that its own laws cost less than the tuning)."""
+    saved = cost["saved_gpu_hours"]
+    if saved is None:
+        return "nothing claimed (not validated)"
+    return f"{saved:.3g} GPU-h vs fitting own laws" + (
+        " (negative: the tuning cost more than that baseline would)" if saved < 0 else "")
 
 
 def not_transferred_line(target: Mapping) -> str:

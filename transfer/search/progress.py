@@ -76,7 +76,9 @@ def expected_makespan(trials: Sequence[tuple[float, float, float]], workers: int
 
 
 def _fmt_s(s: float) -> str:
-    s = max(0, int(s))
+    """Seconds as "4m05s" (or "1h02m"), rounded to the nearest second: floored, a 6.9-s ETA read
+    as 6 s."""
+    s = max(0, round(s))
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 

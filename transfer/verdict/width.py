@@ -1,9 +1,10 @@
-"""The transfer validator's measurements: the lr grid at two widths and the coordinate check.
+"""The transfer validator's measurements: the lr grid across widths and the coordinate check.
 
-Re-sweeps the learning rate on a log2 grid around the tuned optimum at the proxy width w0 and at
-the validation width w1 (same grid, same fresh seeds), extends the grid on the side where either
-width's optimum sits at its edge until both are bracketed (within `validation.max_extend`), and
-hands plain curves to the pure verdict (`transfer.verdict.judge.judge`). The grid lives in an Optuna
+Re-sweeps the learning rate on a log2 grid around the tuned optimum at every grid width
+(`proxy.grid_widths`: the proxy width w0 doubling up to the validation width; same grid, same
+fresh seeds, the widest queued first), extends the grid on the side where a width's optimum
+sits at its edge until each is bracketed (within `validation.max_extend`), and hands plain
+curves to the pure verdict (`transfer.verdict.judge.judge`). The grid lives in an Optuna
 study, so validation resumes and parallelises like any stage.
 """
 
