@@ -134,9 +134,12 @@ def test_the_eta_is_the_expected_makespan_over_what_the_pruner_may_cut():
     e = expected_makespan(many, 2)
     assert e == expected_makespan(many, 2) and 50.0 < e < 60.0  # 7 × 7.5 s each side, plus luck
     p = Progress("off", workers=2)
-    p.stage_start("warmup", 1, 3, [(10.0, 6.0, 0.5, 5.0), (10.0, 0.0, 0.5, 5.0)])
-    # the running trial is past the 5 s where the pruner would have cut it: it runs its 4 s out
-    assert p.eta(1) == 7.5  # the waiting one: 10 or 5 s on the other worker
+    p.stage_start("warmup", 1, 3, [(20.0, 6.0, 0.5, 5.0), (2.0, 0.0, 0.0, 2.0)])
+    # the running trial is past the 5 s where the pruner would have cut it: it runs its 14 s
+    # out (priced as still cuttable it would be 0 or 14 s left, and the ETA 8 s)
+    assert p.eta(1) == 14.0
+    p.stage_start("warmup", 1, 3, [(20.0, 3.0, 0.5, 5.0), (2.0, 0.0, 0.0, 2.0)])
+    assert p.eta(1) == 0.5 * 17.0 + 0.5 * 2.0  # not yet at its cut point: 2 or 17 s left
 
 
 def test_a_calibrated_remaining_time_is_not_scaled_twice():

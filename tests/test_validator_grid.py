@@ -9,7 +9,7 @@ import optuna
 
 from tests.helpers_grid import width_study
 from transfer.verdict.curves import grid
-from transfer.verdict.width import extend_grid
+from transfer.verdict.width import enqueue_grid, extend_grid
 
 XS = grid(-7.0, 3, 1.0)  # -8, -7, -6
 
@@ -22,16 +22,27 @@ def _ctx():
                            lock=contextlib.nullcontext)
 
 
-def _queued(study: optuna.Study) -> list[tuple]:
+def _queue_order(study: optuna.Study) -> list[tuple]:
     fixed = [t.system_attrs["fixed_params"] for t in study.get_trials(deepcopy=False)
              if t.state == optuna.trial.TrialState.WAITING]
-    return sorted((p["width"], p["seed"], p["log2_lr"]) for p in fixed)
+    return [(p["width"], p["seed"], p["log2_lr"]) for p in fixed]
+
+
+def _queued(study: optuna.Study) -> list[tuple]:
+    return sorted(_queue_order(study))
+
+
+def test_the_grid_is_queued_widest_first():
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study()
+    enqueue_grid(_ctx(), study, -7.0)
+    assert _queue_order(study) == [(w, s, x) for w in (128, 32) for s in (0, 1) for x in XS]
 
 
 def test_both_widths_at_the_edge_are_both_extended():
     study = width_study(XS)  # loss 3 + x²/100: minimum at -6, the top edge, at both widths
     assert extend_grid(_ctx(), study, -7.0) == [-5.0]
-    assert _queued(study) == [(w, s, -5.0) for w in (32, 128) for s in (0, 1)]
+    assert _queue_order(study) == [(w, s, -5.0) for w in (128, 32) for s in (0, 1)]  # widest first
 
 
 def test_only_the_edge_width_is_extended():

@@ -47,11 +47,8 @@ def expected_makespan(trials: Sequence[tuple[float, float, float]], workers: int
     probability it is stopped, seconds left if it is): every pruning outcome weighted by its
     probability — enumerated when at most `EXACT_OUTCOMES` trials are uncertain, else
     `SAMPLED_OUTCOMES` draws from a fixed seed (the ETA must not flicker between updates)."""
-    full = [f for f, _, _ in trials]
+    full = [short if p >= 1.0 else f for f, p, short in trials]  # a certain cut is its length
     open_ = [i for i, (_, p, _) in enumerate(trials) if 0.0 < p < 1.0]
-    cut = [i for i, (_, p, _) in enumerate(trials) if p >= 1.0]
-    for i in cut:
-        full[i] = trials[i][2]
     if not open_:
         return makespan(full, workers)
     if len(open_) <= EXACT_OUTCOMES:
