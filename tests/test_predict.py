@@ -127,3 +127,16 @@ def test_cost_json_records_prediction_and_phases(tmp_path):
 
 def test_printed_minutes_do_not_round_up():
     assert predict._fmt(90) == "1m30s" and predict._fmt(59) == "59s" and predict._fmt(3599) == "59m59s"
+
+
+def test_sp_prices_the_growth_its_drifting_optimum_is_expected_to_need():
+    over = ["validation.points=4", "validation.seeds=2", "validation.max_extend=3"]
+    mup, sp = (_ctx([*over, f"proxy.parametrization={p}"]) for p in ("mup", "sp"))
+    w0, w1 = sp.proxies.widths()
+    assert w1 == 2 * w0  # SP's optimum an octave lower at w1: ½ octave inside the 1.5 half-width
+    a, b = predict.predict_run(mup), predict.predict_run(sp)
+    assert a["extension_expected_seconds"] == 0.0  # μP: the optimum stays, nothing grows
+    # one round (a point at each of 2 seeds) at w1 with odds ½, on 1 worker
+    assert math.isclose(b["extension_expected_seconds"], 0.5 * 2 * _trial(sp, w1))
+    assert math.isclose(b["phases"]["validation"],
+                        a["phases"]["validation"] + b["extension_expected_seconds"])

@@ -175,3 +175,14 @@ def test_the_printed_eta_rounds_to_the_nearest_second():
 
     assert _fmt_s(6.9) == "0m07s" and _fmt_s(6.4) == "0m06s" and _fmt_s(-3.0) == "0m00s"
     assert _fmt_s(3725.0) == "1h02m"
+
+
+def test_work_queued_after_the_trials_adds_to_their_makespan():
+    out = io.StringIO()
+    p = Progress("lines", out, workers=2)
+    # 2 queued trials of 50 s on 2 workers, then growth rounds expected to take 30 s
+    p.stage_start("validation", 0, 2, [(50.0, 0.0)] * 2, calibrated=True, then=30.0)
+    assert p.eta(0) == 80.0
+    p.update(1, None, remaining_seconds=[(50.0, 20.0)], then=0.0, total=4)  # another worker grew it
+    assert p.eta(1) == 30.0  # measured: nothing comes after any more
+    assert out.getvalue().splitlines()[-1] == "stage validation: 1/4 trials, best —, eta 0m30s"

@@ -17,15 +17,21 @@ of a shape, timed before its first full trial; the run reuses them, so they cost
   interpolated in FLOPs per token between the two probed widths.
 - **finalize**: the fits, plots and writes: a constant measured on CPU runs here.
 
-Not predictable before training and so not in the prediction: points an edge-hitting grid adds
-(`validation.max_extend`; the ETA adds them when they are queued) and trials stopped by
-divergence. `extension_cap_seconds` is the most the extensions can add (every grid extended
-`max_extend` steps on both sides at every width), printed beside the prediction; cost.json's
+Points an edge-hitting width grid adds (`validation.max_extend`) are priced at their expected
+number where the parametrization's theory puts the optimum at each width
+(`transfer.verdict.width.extension_rounds`: none under μP; SP's optimum falls an octave per
+doubling, so its widest curve grows); the ETA conditions them on each curve once measured.
+Not predictable before training and so not in the prediction: growth beyond that (the depth
+and horizon grids' included) and trials stopped by divergence. `extension_cap_seconds` is the
+most the extensions can add (every grid extended `max_extend` steps on both sides at every
+width), printed beside the prediction; cost.json's
 `trial_timing` says afterwards how many trials each phase ran and how their measured seconds
 compared with their probes' (`transfer.outputs.assemble`), which separates the two kinds of miss.
 """
 
 from __future__ import annotations
+
+import math
 
 from transfer.outputs import cost as costs
 from transfer.plan.planner import Plan
@@ -33,7 +39,7 @@ from transfer.search import Context, default_hparams, n_finished, open_study, pr
 from transfer.search.stages import expected_trial_seconds
 from transfer.verdict import depth, horizon
 from transfer.verdict.coord import COORD_BATCH
-from transfer.verdict.width import coord_widths, open_validation_study
+from transfer.verdict.width import coord_widths, extension_rounds, open_validation_study
 
 FINALIZE_SECONDS = 4.0  # fits, 4-6 PNGs, report, target.yaml, hf/: 2-5 s on 2 CPU cores here
 
@@ -88,7 +94,9 @@ def predict_run(ctx: Context) -> dict:
     return {"seconds": seconds, "device_hours": seconds / 3600, "flops": flops + grids["flops"],
             "phases": phases, "stages": stage_seconds, "trial_seconds": grids["trial_seconds"],
             "extension_cap_seconds": grids["extension_cap_seconds"],
-            "not_predicted": "grid points added at an edge (validation.max_extend; at most "
+            "extension_expected_seconds": grids["extension_expected_seconds"],
+            "not_predicted": "grid points added at an edge beyond the parametrization's "
+                             "expected optimum (validation.max_extend; at most "
                              "extension_cap_seconds), divergence, the stages' batch-size winner "
                              "(the grids are priced at train.batch_size until `after_stages`)"}
 
@@ -100,7 +108,8 @@ def after_stages(ctx: Context, hp: dict, elapsed: float) -> dict:
     grids = _grids(ctx, hp)
     rest = sum(grids["phases"].values())
     return {"phases": grids["phases"], "trial_seconds": grids["trial_seconds"],
-            "extension_cap_seconds": grids["extension_cap_seconds"], "seconds": rest,
+            "extension_cap_seconds": grids["extension_cap_seconds"],
+            "extension_expected_seconds": grids["extension_expected_seconds"], "seconds": rest,
             "elapsed_seconds": elapsed, "total_seconds": elapsed + rest,
             "batch_size": int(hp["batch_size"])}
 
@@ -123,14 +132,19 @@ def _grids(ctx: Context, hp: dict) -> dict:
     v = cfg.validation
     n_grid = v.points * v.seeds if v.enabled else 0
     n_ext = 2 * int(v.max_extend) * v.seeds if v.enabled else 0  # extra points per curve, at most
-    extension = 0.0
+    extension = expected = 0.0
     left = _left(len(ws) * n_grid, _finished(ctx, lambda: open_validation_study(ctx)))
     if n_grid and left:
         ts = {w: predict_seconds(ctx, hp, w) for w in ws}
         trial_seconds.update({str(w): t for w, t in ts.items()})
-        phases["validation"] = left * n_grid * sum(ts.values())
+        # the rounds a grid centred on hp's lr is expected to grow by at each width (none
+        # measured yet: the theory's odds alone)
+        rounds = extension_rounds(ctx, None, round(math.log2(float(hp["lr"])), 6))
+        expected = left * v.seeds * sum(ts[w] * sum(rounds[w]) for w in ws)
+        phases["validation"] = left * n_grid * sum(ts.values()) + expected
         extension += n_ext * sum(ts.values())
-        flops += left * tokens * n_grid * sum(fam.flops_per_token(w) for w in ws)
+        flops += left * tokens * sum((n_grid + v.seeds * sum(rounds[w])) * fam.flops_per_token(w)
+                                     for w in ws)
         steps = {w: ctx.probes[(w, int(hp["batch_size"]))][0] for w in (w0, ws[-1])}
         phases["coord"] = _coord_seconds(ctx, hp, steps)
     if n_grid and depth.enabled(cfg):  # the deep proxy's points (the shallow ones are copied)
@@ -162,7 +176,8 @@ def _grids(ctx: Context, hp: dict) -> dict:
             phases[k] /= _workers(cfg)
     phases["finalize"] = FINALIZE_SECONDS
     return {"phases": phases, "trial_seconds": trial_seconds, "flops": flops,
-            "extension_cap_seconds": extension / _workers(cfg)}
+            "extension_cap_seconds": extension / _workers(cfg),
+            "extension_expected_seconds": expected / _workers(cfg)}
 
 
 def predict_and_check_cap(ctx: Context) -> dict:

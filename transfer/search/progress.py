@@ -11,7 +11,9 @@ of one. A trial the pruner may stop (a stage's, past the pruner's start-up) carr
 probability of being stopped and its seconds if it is; the ETA is then the *expected* makespan
 over those outcomes (not the makespan of expected lengths, which is short whenever the last
 round of trials may or may not be cut), and a running trial that has run past the point where
-it would have been stopped has survived it and is priced in full. Without a prediction it
+it would have been stopped has survived it and is priced in full. Work that cannot start
+before those trials end (a grid's growth rounds, queued only once the grid is whole) is
+added after them, as expected seconds (`then`). Without a prediction it
 falls back to the phase's mean seconds per finished trial.
 """
 
@@ -93,17 +95,21 @@ class Progress:
         self._name, self._total, self._t0, self._done0 = "", 0, time.monotonic(), 0
         self._predicted = self._measured = 0.0
         self._remaining: Left | None = None
+        self._then = 0.0
         self._calibrated = False
 
     def stage_start(self, name: str, done: int, total: int,
-                    remaining_seconds: Left | None = None, *, calibrated: bool = False) -> None:
+                    remaining_seconds: Left | None = None, *, calibrated: bool = False,
+                    then: float = 0.0) -> None:
         """A phase begins (or restarts after its grid grew); `remaining_seconds`: the predicted
         seconds of its trials not finished yet, trial by trial (`Left`, running ones first) —
         `calibrated` when they are already scaled by what finished trials measured (a grid's
-        `queued_trials`), so no second ratio applies."""
+        `queued_trials`), so no second ratio applies; `then`: expected seconds of work that
+        starts only once those trials are done (a grid's growth rounds, not queued yet)."""
         if name != self._name:  # a new phase: its own measured/predicted ratio
             self._predicted = self._measured = 0.0
         self._calibrated = calibrated
+        self._then = float(then)
         self._name, self._total, self._t0, self._done0 = name, total, time.monotonic(), done
         self._remaining = remaining_seconds
         if self.mode == "bar":
@@ -131,9 +137,12 @@ class Progress:
         """Measured ÷ predicted over this phase's finished trials (1 before the first)."""
         return self._measured / self._predicted if self._predicted > 0 else 1.0
 
-    def eta(self, done: int, remaining_seconds: Left | None = None) -> float:
+    def eta(self, done: int, remaining_seconds: Left | None = None,
+            then: float | None = None) -> float:
         if remaining_seconds is not None:
             self._remaining = remaining_seconds
+        if then is not None:
+            self._then = float(then)
         if self._remaining is not None:
             ratio = 1.0 if self._calibrated else self.ratio()
             trials = []
@@ -142,16 +151,23 @@ class Progress:
                 full, short = s * ratio - ran, short * ratio - ran
                 # running past where the pruner would have stopped it: it survived, runs on
                 trials.append((full, p if short > 0.0 else 0.0, short))
-            return expected_makespan(trials, self.workers)
+            return expected_makespan(trials, self.workers) + self._then * ratio
         if done <= self._done0:
             return math.nan
         rate = (time.monotonic() - self._t0) / (done - self._done0)
         return rate * (self._total - done)
 
     def update(self, done: int, best: float | None, best_params: dict | None = None, *,
-               remaining_seconds: Left | None = None) -> None:
-        """`remaining_seconds`: the predicted seconds of the trials still to run, now."""
-        eta = self.eta(done, remaining_seconds)
+               remaining_seconds: Left | None = None, then: float | None = None,
+               total: int | None = None) -> None:
+        """`remaining_seconds`: the predicted seconds of the trials still to run, now; `then`:
+        the work that follows them (`stage_start`); `total`: the phase's trials, where another
+        worker may have grown it since it started."""
+        if total is not None:
+            self._total = total
+            if self._bar is not None:
+                self._bar.total = total
+        eta = self.eta(done, remaining_seconds, then)
         eta_s = _fmt_s(eta) if math.isfinite(eta) else "?"
         best_s = "—" if best is None else f"{best:.4f}"
         params = "" if not best_params else " (" + ", ".join(

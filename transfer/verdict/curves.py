@@ -15,7 +15,8 @@ import numpy as np
 # width -> [(log2 lr, [loss of each seed; nan where it diverged]), ...]
 Curves = Mapping[int, Sequence[tuple[float, Sequence[float]]]]
 
-__all__ = ["Curves", "bracket", "extend_each", "extend_points", "grid", "mean_curve"]
+__all__ = ["Curves", "bracket", "extend_each", "extend_points", "extension_odds", "grid",
+           "mean_curve", "rounds_left"]
 
 
 def grid(center: float, points: int, step: float) -> list[float]:
@@ -71,3 +72,29 @@ def extend_each(curves: Curves, *, step: float,
         if new:
             out[key] = new
     return out
+
+
+def extension_odds(offset: float, *, points: int, step: float, max_extend: int) -> list[float]:
+    """P(a curve's grid grows by at least j points), j = 1..`max_extend`, when its optimum is
+    expected `offset` (log2 lr) from the grid's centre. The rule is `bracket`'s, noise-free: the
+    grid grows on a side while its edge is the point nearest the optimum, so k points are
+    needed when |offset| > half-width + (k − ½)·step. The optimum is taken as spread evenly
+    over one grid step (the grid places it no finer), which makes P(≥ j) linear in |offset|.
+    For pricing time only (the ETA and the prediction); no verdict reads it."""
+    half = step * (points - 1) / 2
+    reach = (abs(offset) - half) / step + 2.0
+    return [min(1.0, max(0.0, reach - j)) for j in range(1, int(max_extend) + 1)]
+
+
+def rounds_left(odds: Sequence[float], done: int, at_edge: bool | None) -> list[float]:
+    """The probability of each growth round still to come (rounds done+1..len(odds)), given
+    `odds` (`extension_odds`: P(≥ j) before anything was measured), the `done` rounds already
+    queued, and the curve's own word: `at_edge` True when it is measured whole and its minimum
+    sits at an edge (one more round is certain), False when whole and bracketed (no more), None
+    while points are still to finish (the odds, given that `done` happened)."""
+    if at_edge is False or done >= len(odds):
+        return []
+    known = done + 1 if at_edge else done  # rounds that are certain by now
+    base = odds[known - 1] if known >= 1 else 1.0
+    return [1.0 if j <= known else (odds[j - 1] / base if base > 0 else 0.0)
+            for j in range(done + 1, len(odds) + 1)]

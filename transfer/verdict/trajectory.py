@@ -31,7 +31,7 @@ import numpy as np
 
 from transfer.verdict.shared_curvature import interval
 
-__all__ = ["MODELS", "Trajectory", "model_for", "predict", "trajectory"]
+__all__ = ["MODELS", "Trajectory", "model_for", "predict", "prior_offset", "trajectory"]
 
 CONVERGING, LOG_LINEAR = "converging", "log_linear"
 MODELS = (CONVERGING, LOG_LINEAR)
@@ -42,6 +42,21 @@ def model_for(parametrization: str) -> str:
     """The trajectory model a parametrization's theory predicts: μP converges, SP drifts as a
     power of width."""
     return CONVERGING if parametrization == "mup" else LOG_LINEAR
+
+
+# The optimum's move per doubling of width that each parametrization's theory predicts (log2
+# lr): none under μP (Tensor Programs V); −1 under SP with Adam: μP scales the hidden weights'
+# Adam lr by 1/fan_in (README, Rules: `lr / width_mult`) and SP does not, so SP's one global lr
+# has to follow it (the default run measures −1.78 over 64 → 256: benchmarks/RESULTS.md). Prices the grid's growth only
+# (`prior_offset`); the emitted lr is always the measured trajectory's.
+PRIOR_DRIFT_PER_DOUBLING = {"mup": 0.0, "sp": -1.0}
+
+
+def prior_offset(parametrization: str, width: float, w0: float) -> float:
+    """Where the theory expects the optimum at `width`, in log2 lr from its place at `w0`
+    (`PRIOR_DRIFT_PER_DOUBLING`): what a grid centred on `w0`'s optimum is priced for before
+    its curve at `width` is measured."""
+    return PRIOR_DRIFT_PER_DOUBLING.get(parametrization, 0.0) * float(np.log2(width / w0))
 
 
 def _basis(model: str, widths: Sequence[float], w0: float) -> np.ndarray:

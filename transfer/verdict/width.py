@@ -18,11 +18,12 @@ from optuna.trial import TrialState
 
 from transfer.plan.hparams import MODEL_HPARAMS
 from transfer.search import Context, n_finished, predict_seconds, queued_trials, run_one, work
-from transfer.search.progress import Left
+from transfer.search.probe import measured_ratios
+from transfer.search.progress import Left, makespan
 from transfer.verdict.coord import CoordResult, coord_check
-from transfer.verdict.curves import extend_each, grid
+from transfer.verdict.curves import extend_each, extension_odds, grid, rounds_left
 from transfer.verdict.judge import Limits, Verdict, judge
-from transfer.verdict.trajectory import model_for
+from transfer.verdict.trajectory import model_for, prior_offset
 
 
 def limits_from(v, *, target_width: int | None = None, parametrization: str = "mup") -> Limits:
@@ -107,20 +108,67 @@ def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float]
     return sorted({x for xs in new.values() for x in xs})
 
 
+def _params(t) -> dict:
+    """A grid trial's parameters, also while it waits (enqueued: its fixed ones)."""
+    return t.system_attrs.get("fixed_params", t.params)
+
+
+def extension_rounds(ctx: Context, study: optuna.Study | None, center: float
+                     ) -> dict[int, list[float]]:
+    """Per grid width, the probability of each growth round still to be queued (a round: one
+    more point beyond an edge, at every seed): the odds a grid has of growing when the optimum
+    sits where the parametrization's theory puts it (`curves.extension_odds` at
+    `trajectory.prior_offset`: none under μP, an octave lower per doubling under SP), given
+    what the width's curve has measured so far (`curves.rounds_left`). Prices time only (the
+    ETA and `transfer.search.predict`); the verdict never reads it."""
+    v = ctx.cfg.validation
+    widths = ctx.proxies.widths()
+    first = set(grid(center, v.points, v.step_log2))
+    bounds = lr_bounds(center, v)
+    trials = study.get_trials(deepcopy=False) if study is not None else []
+    out = {}
+    for w in widths:
+        odds = extension_odds(prior_offset(ctx.cfg.proxy.parametrization, w, widths[0]),
+                              points=v.points, step=v.step_log2, max_extend=v.max_extend)
+        mine = [t for t in trials if _params(t)["width"] == w]
+        done = len({round(float(_params(t)["log2_lr"]), 6) for t in mine} - first)
+        whole = bool(mine) and not any(t.state in (TrialState.WAITING, TrialState.RUNNING)
+                                       for t in mine)
+        at_edge = (bool(extend_each(curves_from(study, [w]), step=v.step_log2, bounds={w: bounds}))
+                   if whole else None)
+        out[w] = rounds_left(odds, done, at_edge)
+    return out
+
+
+def extension_seconds(ctx: Context, study: optuna.Study, center: float, hp: dict) -> float:
+    """The expected seconds of the growth rounds still to be queued (`extension_rounds`), after
+    the queued grid: each round's seeds on the workers, at its width's probe scaled as the
+    queued points are (measured ÷ predicted of that width's finished trials)."""
+    ratio, overall = measured_ratios(study.get_trials(deepcopy=False), lambda p: p["width"])
+    seeds = int(ctx.cfg.validation.seeds)
+    return sum(p * makespan([predict_seconds(ctx, hp, w) * ratio.get(w, overall)] * seeds,
+                            ctx.progress.workers)
+               for w, rounds in extension_rounds(ctx, study, center).items() for p in rounds if p)
+
+
 def train_grid(ctx: Context, study: optuna.Study, stage: str,
-               run: Callable[[optuna.Trial], None], extend: Callable[[], list[float] | None], left: Callable[[], Left]) -> None:
+               run: Callable[[optuna.Trial], None], extend: Callable[[], list[float] | None],
+               left: Callable[[], Left], after: Callable[[], float] = float) -> None:
     """This worker's share of a grid study (the width grid's, the depth and horizon grids'):
     `run` trains one taken trial; then `extend` queues points at an edge-hitting side (None:
-    other workers still have points; []: bracketed or capped, done); `left` is the queued
-    points' predicted seconds (`queued_trials`), for the ETA (not asked where nothing is shown: a worker's)."""
+    other workers still have points; []: bracketed or capped, done). For the ETA (not asked
+    where nothing is shown: a worker's): `left`, the queued points' predicted seconds
+    (`queued_trials`); `after`, the expected seconds of the points still to be queued, which
+    run once the queued ones are done (`extension_seconds`; none by default)."""
     # nothing shown (a worker): no ETA, so no probe of a shape this worker may never train
-    remaining = left if ctx.progress.shown else list
+    remaining, then = (left, after) if ctx.progress.shown else (list, float)
     ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
-                             remaining(), calibrated=True)
+                             remaining(), calibrated=True, then=then())
     while True:
         for trial in work(ctx, study, None):
             run(trial)
-            ctx.progress.update(n_finished(study), None, remaining_seconds=remaining())
+            ctx.progress.update(n_finished(study), None, remaining_seconds=remaining(),
+                                then=then(), total=len(study.get_trials(deepcopy=False)))
         new = extend()
         if new is None:
             continue  # others' points first: `work` runs or waits for them
@@ -129,7 +177,7 @@ def train_grid(ctx: Context, study: optuna.Study, stage: str,
         ctx.progress.line(f"{stage}: optimum at the grid's edge; extending to log2 lr "
                           f"{', '.join(f'{x:.2f}' for x in new)}")
         ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
-                                 remaining(), calibrated=True)
+                                 remaining(), calibrated=True, then=then())
     ctx.progress.stage_end()
 
 
@@ -152,7 +200,8 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
 
     train_grid(ctx, study, "validation", run, lambda: extend_grid(ctx, study, center),
                lambda: queued_trials(study, lambda p: predict_seconds(ctx, hp, p["width"]),
-                                     key=lambda p: p["width"]))
+                                     key=lambda p: p["width"]),
+               lambda: extension_seconds(ctx, study, center, hp))
     return study
 
 
