@@ -132,3 +132,18 @@ def test_growth_is_priced_where_the_theory_puts_the_optimum_until_measured():
     assert extension_rounds(_sp_ctx("sp"), edge, -7.0)[128] == [1.0, 0.5, 0.0]
     assert extend_grid(_sp_ctx("sp"), edge, -7.0) == [-9.5]
     assert extension_rounds(_sp_ctx("sp"), edge, -7.0)[128] == [0.5, 0.0]
+
+
+def test_each_points_losses_are_in_seed_order_whatever_the_trial_numbers():
+    """The verdict reads a point's losses as one column per seed (its seed offsets): a trial
+    re-queued after its worker died comes later in the study but keeps its seed's column."""
+    from transfer.verdict.width import curves_from
+
+    d = {"log2_lr": optuna.distributions.FloatDistribution(-10, 0),
+         "width": optuna.distributions.CategoricalDistribution([32]),
+         "seed": optuna.distributions.CategoricalDistribution([0, 1])}
+    study = optuna.create_study()
+    for x, s in ((-7.0, 0), (-7.0, 1), (-6.0, 1), (-6.0, 0)):  # seed 0 at -6 re-ran last
+        study.add_trial(optuna.trial.create_trial(
+            params={"log2_lr": x, "width": 32, "seed": s}, distributions=d, value=10.0 * s + x))
+    assert curves_from(study, [32]) == {32: [(-7.0, [-7.0, 3.0]), (-6.0, [-6.0, 4.0])]}

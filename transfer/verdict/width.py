@@ -207,14 +207,19 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
 
 def curves_from(study: optuna.Study, keys, axis: str = "width") -> dict:
     """The grid as plain curves: key (the `axis` parameter: width, n_layers or tokens) ->
-    [(log2 lr, [loss per seed; nan if diverged])]."""
+    [(log2 lr, [loss per seed, in seed order; nan if diverged])]. The seed order is the
+    column the verdict's two-way layout (point × seed) reads as one seed's level offset, so it
+    must not follow the trials' numbers: a trial re-queued after its worker died (or a second
+    machine's) is numbered after the other seeds of its point."""
     by: dict = {}
     for t in study.get_trials(deepcopy=False):
         if t.state not in (TrialState.COMPLETE, TrialState.PRUNED):
             continue
         loss = t.value if t.state == TrialState.COMPLETE else math.nan
-        by.setdefault(t.params[axis], {}).setdefault(t.params["log2_lr"], []).append(loss)
-    return {k: sorted((x, ys) for x, ys in by.get(k, {}).items()) for k in keys}
+        by.setdefault(t.params[axis], {}).setdefault(t.params["log2_lr"], []).append(
+            (t.params.get("seed", 0), loss))
+    return {k: sorted((x, [y for _, y in sorted(ys, key=lambda p: p[0])])
+                      for x, ys in by.get(k, {}).items()) for k in keys}
 
 
 def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
