@@ -47,8 +47,9 @@ def model_for(parametrization: str) -> str:
 # The optimum's move per doubling of width that each parametrization's theory predicts (log2
 # lr): none under μP (Tensor Programs V); −1 under SP with Adam: μP scales the hidden weights'
 # Adam lr by 1/fan_in (README, Rules: `lr / width_mult`) and SP does not, so SP's one global lr
-# has to follow it (the default run measures −1.78 over 64 → 256: benchmarks/RESULTS.md). Prices the grid's growth only
-# (`prior_offset`); the emitted lr is always the measured trajectory's.
+# has to follow it (the default run measures −1.78 over 64 → 256: benchmarks/RESULTS.md).
+# It prices the grid's growth only (`prior_offset`); the emitted lr is always the measured
+# trajectory's.
 PRIOR_DRIFT_PER_DOUBLING = {"mup": 0.0, "sp": -1.0}
 
 

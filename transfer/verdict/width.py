@@ -130,7 +130,7 @@ def extension_rounds(ctx: Context, study: optuna.Study | None, center: float
     for w in widths:
         odds = extension_odds(prior_offset(ctx.cfg.proxy.parametrization, w, widths[0]),
                               points=v.points, step=v.step_log2, max_extend=v.max_extend)
-        mine = [t for t in trials if _params(t)["width"] == w]
+        mine = [t for t in trials if _params(t).get("width") == w]
         done = len({round(float(_params(t)["log2_lr"]), 6) for t in mine} - first)
         whole = bool(mine) and not any(t.state in (TrialState.WAITING, TrialState.RUNNING)
                                        for t in mine)
