@@ -58,13 +58,16 @@ ETA_LINE = re.compile(r"^stage (\S+): \d+/\d+ trials, .*eta (\d+)m(\d+)s$")
 STAGE_START = re.compile(r"^stage (\S+): \d+/\d+ trials done$")
 
 
-def eta_errors(lines: list[tuple[float, str]], end: float,
-               ends: dict[str, float] | None = None) -> dict[str, float]:
-    """Per stage: the ETA printed at its first finished trial ÷ the time the stage then still
-    took − 1. The stage ends when its last trial completed (`ends`: wall-clock seconds, from
-    the run's studies, `stage_ends`); without it, where the next stage's line starts (which
-    also counts what runs between the two: the after-stages probes, the finalize)."""
-    first, stage_end, current = {}, {}, None
+FLOOR_SECONDS = 5  # a few seconds' stage: its ETA cannot be off by a meaningful fraction
+
+
+def eta_lines(lines: list[tuple[float, str]], end: float,
+              ends: dict[str, float] | None = None) -> dict[str, list[tuple[float, float]]]:
+    """Per stage, every ETA it printed as (ETA, seconds the stage then still took), in order.
+    The stage ends when its last trial completed (`ends`: wall-clock seconds, from the run's
+    studies, `stage_ends`); without it, where the next stage's line starts (which also counts
+    what runs between the two: the after-stages probes, the finalize)."""
+    printed, stage_end, current = {}, {}, None
     for t, line in lines:
         start = STAGE_START.match(line)
         if start or line.startswith(("stages done", "\n==", "==")):
@@ -73,13 +76,29 @@ def eta_errors(lines: list[tuple[float, str]], end: float,
             current = start[1] if start else current
             continue
         m = ETA_LINE.match(line)
-        if m and m[1] not in first:
-            first[m[1]] = (t, 60 * int(m[2]) + int(m[3]))
+        if m:
+            printed.setdefault(m[1], []).append((t, 60 * int(m[2]) + int(m[3])))
+    return {stage: [(eta, (ends or {}).get(stage, stage_end.get(stage, end)) - t)
+                    for t, eta in etas] for stage, etas in printed.items()}
+
+
+def eta_errors(lines: list[tuple[float, str]], end: float,
+               ends: dict[str, float] | None = None) -> dict[str, float]:
+    """Per stage: the ETA printed at its first finished trial ÷ the time the stage then still
+    took − 1 (`eta_lines`); a stage with under `FLOOR_SECONDS` left then is not judged."""
+    return {stage: etas[0][0] / etas[0][1] - 1
+            for stage, etas in eta_lines(lines, end, ends).items() if etas[0][1] > FLOOR_SECONDS}
+
+
+def eta_worst(lines: list[tuple[float, str]], end: float,
+              ends: dict[str, float] | None = None) -> dict[str, float]:
+    """Per stage: the largest miss, in either direction, of any ETA it printed while more than
+    `FLOOR_SECONDS` were left (`eta_lines`)."""
     out = {}
-    for stage, (t, eta) in first.items():
-        actual = (ends or {}).get(stage, stage_end.get(stage, end)) - t
-        if actual > 5:  # a few seconds' stage: its ETA cannot be off by a meaningful fraction
-            out[stage] = eta / actual - 1
+    for stage, etas in eta_lines(lines, end, ends).items():
+        errors = [eta / left - 1 for eta, left in etas if left > FLOOR_SECONDS]
+        if errors:
+            out[stage] = max(errors, key=abs)
     return out
 
 
@@ -122,11 +141,13 @@ def one_run(code: Path, label: str, overrides: list[str], archive: Path) -> dict
            "wall_seconds": wall, "lines": lines}
     if not runs:
         row["eta_error"] = eta_errors(lines, time.time())
+        row["eta_worst"] = eta_worst(lines, time.time())
         row["error"] = output.strip().splitlines()[-1:] or ["no run folder"]
         return row
     run = runs[0]
     ends = stage_ends(run)
     row.update(eta_error=eta_errors(lines, time.time(), ends),
+               eta_worst=eta_worst(lines, time.time(), ends),
                eta_error_to_next_line=eta_errors(lines, time.time()))
     cost = json.loads((run / "cost.json").read_text())
     pred = cost.get("prediction") or {}
@@ -154,10 +175,11 @@ def fmt(row: dict) -> str:
     drift = "" if row.get("drift") is None else f"{row['drift']:+.2f}" + (
         "" if None in ci else f" [{ci[0]:+.2f}, {ci[1]:+.2f}]")
     after = row.get("after_stages_error")
-    etas = ", ".join(f"{k} {v:+.0%}" for k, v in (row.get("eta_error") or {}).items()) or "—"
+    etas, worst = (", ".join(f"{k} {v:+.0%}" for k, v in (row.get(key) or {}).items()) or "—"
+                   for key in ("eta_error", "eta_worst"))
     return (f"| {row['label']} | {row['exit']} | {row.get('outcome', '—')} {drift} | "
             f"{row['wall_seconds']:.0f} | {'—' if not pred else f'{pred:.0f}'} | {err} | "
-            f"{'—' if after is None else f'{after:+.0%}'} | {etas} | {cells} |")
+            f"{'—' if after is None else f'{after:+.0%}'} | {etas} | {worst} | {cells} |")
 
 
 def main(argv=None) -> int:
@@ -180,9 +202,10 @@ def main(argv=None) -> int:
                 print(fmt(rows[-1]), file=sys.stderr, flush=True)
     head = ("| run | exit | verdict, drift [90 % CI] | wall s | predicted s | error | "
             "error after the stages | ETA at each stage's first trial | "
+            f"ETA's worst miss per stage (over {FLOOR_SECONDS} s left) | "
             + " | ".join(f"{k} s (measured / predicted)" for k in PHASES) + " |")
     print(head)
-    print("|" + "---|" * (8 + len(PHASES)))
+    print("|" + "---|" * (9 + len(PHASES)))
     for r in rows:
         print(fmt(r))
     if args.json:

@@ -93,3 +93,19 @@ def test_transfer_fidelity(tmp_path, capsys):
                                             "--max-extend", "0", "--d-head", "8",
                                             "--seq-len", "32", "--base-width", "32",
                                             "--window", "3"]) == 0
+
+
+def test_default_run_judges_the_first_eta_and_the_worst_one():
+    dr = bench("default_run")
+    lines = [(0.0, "stage lr: 0/8 trials done"),
+             (10.0, "stage lr: 1/8 trials, best 2.0, eta 0m40s"),  # 20 s left: +100 %
+             (20.0, "stage lr: 3/8 trials, best 2.0, eta 0m05s"),  # 10 s left: −50 %
+             (27.0, "stage lr: 6/8 trials, best 2.0, eta 0m01s"),  # 3 s left: under the floor
+             (30.0, "stage warmup: 1/4 trials done"),
+             (31.0, "stage warmup: 2/4 trials, best 2.0, eta 0m03s")]  # 4 s left: not judged
+    ends = {"lr": 30.0, "warmup": 35.0}
+    assert dr.eta_errors(lines, 40.0, ends) == {"lr": 1.0}
+    assert dr.eta_worst(lines, 40.0, ends) == {"lr": 1.0}
+    lines[1] = (10.0, "stage lr: 1/8 trials, best 2.0, eta 0m18s")  # −10 %: now the −50 % is worst
+    assert dr.eta_worst(lines, 40.0, ends) == {"lr": -0.5}
+    assert dr.eta_lines(lines, 40.0, ends)["lr"] == [(18, 20.0), (5, 10.0), (1, 3.0)]

@@ -186,3 +186,15 @@ def test_work_queued_after_the_trials_adds_to_their_makespan():
     p.update(1, None, remaining_seconds=[(50.0, 20.0)], then=0.0, total=4)  # another worker grew it
     assert p.eta(1) == 30.0  # measured: nothing comes after any more
     assert out.getvalue().splitlines()[-1] == "stage validation: 1/4 trials, best —, eta 0m30s"
+
+
+def test_a_grids_ratio_is_to_this_processs_prices_not_each_workers_probe():
+    """Two workers probed width 256 apart (105 s and 64 s): the trials' own predictions mixed in
+    one ratio would scale this process's 64-s price by 57/84.5; against its own price it is
+    57/64, whoever trained them."""
+    from transfer.search.probe import queued_trials
+
+    trials = [_Trial("COMPLETE", 256, 57.0, 105.0), _Trial("COMPLETE", 256, 57.0, 64.0),
+              _Trial("WAITING", 256)]
+    left = queued_trials(_Study(trials), lambda p: 64.0, key=lambda p: p["width"])
+    assert left == [(57.0, 0.0)]

@@ -31,12 +31,18 @@ def predict_seconds(ctx: Context, hp: dict, width: int) -> float:
     return setup_s + steps * step_s + ctx.cfg.train.n_evals * eval_s
 
 
-def measured_ratios(trials, key) -> tuple[dict, float]:
+def measured_ratios(trials, key, predict=None) -> tuple[dict, float]:
     """Measured ÷ predicted seconds of finished trials (every worker's), per `key(params)` and
-    over all of them (1.0 before the first)."""
+    over all of them (1.0 before the first). `predict(params)`: the prediction to measure
+    against, the one the caller prices with. Without it, each trial's own (`predicted_seconds`),
+    which is its worker's probe: a worker probes a shape itself, beside whatever the others
+    train, and a ratio to one process's probes scales another's wrongly (a worker's width-256
+    probe, taken beside a width-256 trial, priced it at 105 s where the main process's said
+    64 s, and the trial took 57 s)."""
     by: dict = {}
     for t in trials:
-        s, p = t.user_attrs.get("seconds"), t.user_attrs.get("predicted_seconds")
+        s = t.user_attrs.get("seconds")
+        p = predict(t.params) if predict and s else t.user_attrs.get("predicted_seconds")
         if t.state == TrialState.COMPLETE and s and p:
             m, q = by.get(key(t.params), (0.0, 0.0))
             by[key(t.params)] = (m + s, q + p)
@@ -64,11 +70,12 @@ def unfinished(trials) -> list:
 def queued_trials(study, predict, key=None) -> list[tuple[float, float]]:
     """A grid study's trials not finished yet, running ones first, as (seconds, seconds run)
     for `transfer.search.progress`: `predict(params)` for the fixed parameters each was
-    enqueued with — with `key` (e.g. the width), scaled by measured ÷ predicted of the study's
-    finished trials of that key, or of all of them until one of that key finished: one noisy
-    probe does not decide the ETA once a trial of its shape has run."""
+    enqueued with — with `key` (e.g. the width), scaled by measured ÷ `predict` of the study's
+    finished trials of that key (every worker's, against this process's prices:
+    `measured_ratios`), or of all of them until one of that key finished: one noisy probe does
+    not decide the ETA once a trial of its shape has run."""
     trials = study.get_trials(deepcopy=False)
-    ratio, overall = measured_ratios(trials, key) if key else ({}, 1.0)
+    ratio, overall = measured_ratios(trials, key, predict) if key else ({}, 1.0)
     now = datetime.now()
     out = []
     for t in unfinished(trials):

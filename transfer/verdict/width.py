@@ -144,7 +144,8 @@ def extension_seconds(ctx: Context, study: optuna.Study, center: float, hp: dict
     """The expected seconds of the growth rounds still to be queued (`extension_rounds`), after
     the queued grid: each round's seeds on the workers, at its width's probe scaled as the
     queued points are (measured ÷ predicted of that width's finished trials)."""
-    ratio, overall = measured_ratios(study.get_trials(deepcopy=False), lambda p: p["width"])
+    ratio, overall = measured_ratios(study.get_trials(deepcopy=False), lambda p: p["width"],
+                                     lambda p: predict_seconds(ctx, hp, p["width"]))
     seeds = int(ctx.cfg.validation.seeds)
     return sum(p * makespan([predict_seconds(ctx, hp, w) * ratio.get(w, overall)] * seeds,
                             ctx.progress.workers)
