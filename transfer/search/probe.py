@@ -42,8 +42,10 @@ def measured_ratios(trials, key, predict=None) -> tuple[dict, float]:
     by: dict = {}
     for t in trials:
         s = t.user_attrs.get("seconds")
-        p = predict(t.params) if predict and s else t.user_attrs.get("predicted_seconds")
-        if t.state == TrialState.COMPLETE and s and p:
+        if t.state != TrialState.COMPLETE or not s:
+            continue
+        p = predict(t.params) if predict else t.user_attrs.get("predicted_seconds")
+        if p:
             m, q = by.get(key(t.params), (0.0, 0.0))
             by[key(t.params)] = (m + s, q + p)
     total_m, total_p = sum(m for m, _ in by.values()), sum(p for _, p in by.values())
@@ -67,6 +69,11 @@ def unfinished(trials) -> list:
             + [t for t in trials if t.state == TrialState.WAITING])
 
 
+def enqueued_params(trial) -> dict:
+    """A grid trial's parameters, also while it waits (enqueued: its fixed ones)."""
+    return trial.system_attrs.get("fixed_params", trial.params)
+
+
 def queued_trials(study, predict, key=None) -> list[tuple[float, float]]:
     """A grid study's trials not finished yet, running ones first, as (seconds, seconds run)
     for `transfer.search.progress`: `predict(params)` for the fixed parameters each was
@@ -79,7 +86,7 @@ def queued_trials(study, predict, key=None) -> list[tuple[float, float]]:
     now = datetime.now()
     out = []
     for t in unfinished(trials):
-        p = t.system_attrs.get("fixed_params", t.params)
+        p = enqueued_params(t)
         out.append((predict(p) * (ratio.get(key(p), overall) if key else 1.0),
                     running_seconds(t, now)))
     return out

@@ -18,7 +18,7 @@ from optuna.trial import TrialState
 
 from transfer.plan.hparams import MODEL_HPARAMS
 from transfer.search import Context, n_finished, predict_seconds, queued_trials, run_one, work
-from transfer.search.probe import measured_ratios
+from transfer.search.probe import enqueued_params, measured_ratios
 from transfer.search.progress import Left, makespan
 from transfer.verdict.coord import CoordResult, coord_check
 from transfer.verdict.curves import extend_each, extension_odds, grid, rounds_left
@@ -108,11 +108,6 @@ def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float]
     return sorted({x for xs in new.values() for x in xs})
 
 
-def _params(t) -> dict:
-    """A grid trial's parameters, also while it waits (enqueued: its fixed ones)."""
-    return t.system_attrs.get("fixed_params", t.params)
-
-
 def extension_rounds(ctx: Context, study: optuna.Study | None, center: float
                      ) -> dict[int, list[float]]:
     """Per grid width, the probability of each growth round still to be queued (a round: one
@@ -126,15 +121,16 @@ def extension_rounds(ctx: Context, study: optuna.Study | None, center: float
     first = set(grid(center, v.points, v.step_log2))
     bounds = lr_bounds(center, v)
     trials = study.get_trials(deepcopy=False) if study is not None else []
+    curves = curves_from(study, widths) if trials else {}
     out = {}
     for w in widths:
         odds = extension_odds(prior_offset(ctx.cfg.proxy.parametrization, w, widths[0]),
                               points=v.points, step=v.step_log2, max_extend=v.max_extend)
-        mine = [t for t in trials if _params(t).get("width") == w]
-        done = len({round(float(_params(t)["log2_lr"]), 6) for t in mine} - first)
+        mine = [t for t in trials if enqueued_params(t).get("width") == w]
+        done = len({round(float(enqueued_params(t)["log2_lr"]), 6) for t in mine} - first)
         whole = bool(mine) and not any(t.state in (TrialState.WAITING, TrialState.RUNNING)
                                        for t in mine)
-        at_edge = (bool(extend_each(curves_from(study, [w]), step=v.step_log2, bounds={w: bounds}))
+        at_edge = (bool(extend_each({w: curves[w]}, step=v.step_log2, bounds={w: bounds}))
                    if whole else None)
         out[w] = rounds_left(odds, done, at_edge)
     return out
