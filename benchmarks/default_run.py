@@ -54,7 +54,8 @@ def worktree(rev: str, out: Path) -> Path:
     return path
 
 
-ETA_LINE = re.compile(r"^stage (\S+): \d+/\d+ trials, .*eta (\d+)m(\d+)s$")
+ETA_LINE = re.compile(r"^stage (\S+): \d+/\d+ trials, .*eta (\d+)m(\d+)s"
+                      r"(?: \((\d+)m(\d+)s–(\d+)m(\d+)s\))?$")
 STAGE_START = re.compile(r"^stage (\S+): \d+/\d+ trials done$")
 
 
@@ -62,8 +63,10 @@ FLOOR_SECONDS = 5  # a few seconds' stage: its ETA cannot be off by a meaningful
 
 
 def eta_lines(lines: list[tuple[float, str]], end: float,
-              ends: dict[str, float] | None = None) -> dict[str, list[tuple[float, float]]]:
-    """Per stage, every ETA it printed as (ETA, seconds the stage then still took), in order.
+              ends: dict[str, float] | None = None
+              ) -> dict[str, list[tuple[float, float, float, float]]]:
+    """Per stage, every ETA it printed as (ETA, seconds the stage then still took, the range's
+    low and high end — the ETA itself where the line shows no range), in order.
     The stage ends when its last trial completed (`ends`: wall-clock seconds, from the run's
     studies, `stage_ends`); without it, where the next stage's line starts (which also counts
     what runs between the two: the after-stages probes, the finalize)."""
@@ -77,9 +80,12 @@ def eta_lines(lines: list[tuple[float, str]], end: float,
             continue
         m = ETA_LINE.match(line)
         if m:
-            printed.setdefault(m[1], []).append((t, 60 * int(m[2]) + int(m[3])))
-    return {stage: [(eta, (ends or {}).get(stage, stage_end.get(stage, end)) - t)
-                    for t, eta in etas] for stage, etas in printed.items()}
+            eta = 60 * int(m[2]) + int(m[3])
+            low, high = ((60 * int(m[4]) + int(m[5]), 60 * int(m[6]) + int(m[7])) if m[4]
+                         else (eta, eta))
+            printed.setdefault(m[1], []).append((t, eta, low, high))
+    return {stage: [(eta, (ends or {}).get(stage, stage_end.get(stage, end)) - t, low, high)
+                    for t, eta, low, high in etas] for stage, etas in printed.items()}
 
 
 def eta_errors(lines: list[tuple[float, str]], end: float,
@@ -90,13 +96,27 @@ def eta_errors(lines: list[tuple[float, str]], end: float,
             for stage, etas in eta_lines(lines, end, ends).items() if etas[0][1] > FLOOR_SECONDS}
 
 
+def eta_range_errors(lines: list[tuple[float, str]], end: float,
+                     ends: dict[str, float] | None = None) -> dict[str, float]:
+    """`eta_errors` for what the first line showed, its range where it showed one: 0 when the
+    time the stage then took lies inside it, else the nearer end's error (a line without a
+    range: its ETA's)."""
+    out = {}
+    for stage, etas in eta_lines(lines, end, ends).items():
+        _, left, low, high = etas[0]
+        if left > FLOOR_SECONDS:
+            out[stage] = (low / left - 1 if low > left else high / left - 1 if high < left
+                          else 0.0)
+    return out
+
+
 def eta_worst(lines: list[tuple[float, str]], end: float,
               ends: dict[str, float] | None = None) -> dict[str, float]:
     """Per stage: the largest miss, in either direction, of any ETA it printed while more than
     `FLOOR_SECONDS` were left (`eta_lines`)."""
     out = {}
     for stage, etas in eta_lines(lines, end, ends).items():
-        errors = [eta / left - 1 for eta, left in etas if left > FLOOR_SECONDS]
+        errors = [eta / left - 1 for eta, left, *_ in etas if left > FLOOR_SECONDS]
         if errors:
             out[stage] = max(errors, key=abs)
     return out
@@ -142,12 +162,14 @@ def one_run(code: Path, label: str, overrides: list[str], archive: Path) -> dict
     if not runs:
         row["eta_error"] = eta_errors(lines, time.time())
         row["eta_worst"] = eta_worst(lines, time.time())
+        row["eta_range_error"] = eta_range_errors(lines, time.time())
         row["error"] = output.strip().splitlines()[-1:] or ["no run folder"]
         return row
     run = runs[0]
     ends = stage_ends(run)
     row.update(eta_error=eta_errors(lines, time.time(), ends),
                eta_worst=eta_worst(lines, time.time(), ends),
+               eta_range_error=eta_range_errors(lines, time.time(), ends),
                eta_error_to_next_line=eta_errors(lines, time.time()))
     cost = json.loads((run / "cost.json").read_text())
     pred = cost.get("prediction") or {}
@@ -175,11 +197,11 @@ def fmt(row: dict) -> str:
     drift = "" if row.get("drift") is None else f"{row['drift']:+.2f}" + (
         "" if None in ci else f" [{ci[0]:+.2f}, {ci[1]:+.2f}]")
     after = row.get("after_stages_error")
-    etas, worst = (", ".join(f"{k} {v:+.0%}" for k, v in (row.get(key) or {}).items()) or "—"
-                   for key in ("eta_error", "eta_worst"))
+    etas, ranges, worst = (", ".join(f"{k} {v:+.0%}" for k, v in (row.get(key) or {}).items()) or "—"
+                   for key in ("eta_error", "eta_range_error", "eta_worst"))
     return (f"| {row['label']} | {row['exit']} | {row.get('outcome', '—')} {drift} | "
             f"{row['wall_seconds']:.0f} | {'—' if not pred else f'{pred:.0f}'} | {err} | "
-            f"{'—' if after is None else f'{after:+.0%}'} | {etas} | {worst} | {cells} |")
+            f"{'—' if after is None else f'{after:+.0%}'} | {etas} | {ranges} | {worst} | {cells} |")
 
 
 def main(argv=None) -> int:
@@ -202,10 +224,11 @@ def main(argv=None) -> int:
                 print(fmt(rows[-1]), file=sys.stderr, flush=True)
     head = ("| run | exit | verdict, drift [90 % CI] | wall s | predicted s | error | "
             "error after the stages | ETA at each stage's first trial | "
+            "the same, its range where the line shows one | "
             f"ETA's worst miss per stage (over {FLOOR_SECONDS} s left) | "
             + " | ".join(f"{k} s (measured / predicted)" for k in PHASES) + " |")
     print(head)
-    print("|" + "---|" * (9 + len(PHASES)))
+    print("|" + "---|" * (10 + len(PHASES)))
     for r in rows:
         print(fmt(r))
     if args.json:

@@ -108,4 +108,19 @@ def test_default_run_judges_the_first_eta_and_the_worst_one():
     assert dr.eta_worst(lines, 40.0, ends) == {"lr": 1.0}
     lines[1] = (10.0, "stage lr: 1/8 trials, best 2.0, eta 0m18s")  # −10 %: now the −50 % is worst
     assert dr.eta_worst(lines, 40.0, ends) == {"lr": -0.5}
-    assert dr.eta_lines(lines, 40.0, ends)["lr"] == [(18, 20.0), (5, 10.0), (1, 3.0)]
+    assert dr.eta_lines(lines, 40.0, ends)["lr"] == [(18, 20.0, 18, 18), (5, 10.0, 5, 5),
+                                                     (1, 3.0, 1, 1)]
+    assert dr.eta_range_errors(lines, 40.0, ends) == pytest.approx({"lr": -0.1})  # the point's
+
+
+def test_default_run_judges_a_shown_range_by_its_nearer_end():
+    dr = bench("default_run")
+    lines = [(0.0, "stage warmup: 0/4 trials done"),
+             (10.0, "stage warmup: 1/4 trials, best 2.0, eta 0m06s (0m04s–0m08s)")]
+    assert dr.eta_lines(lines, 40.0, {"warmup": 18.0})["warmup"] == [(6, 8.0, 4, 8)]
+    assert dr.eta_errors(lines, 40.0, {"warmup": 18.0}) == {"warmup": -0.25}
+    assert dr.eta_range_errors(lines, 40.0, {"warmup": 18.0}) == {"warmup": 0.0}  # inside
+    assert dr.eta_range_errors(lines, 40.0, {"warmup": 20.0}) == pytest.approx({"warmup": -0.2})
+    assert dr.eta_range_errors(lines, 40.0, {"warmup": 12.0}) == {}  # 2 s left: under the floor
+    lines[1] = (10.0, "stage warmup: 1/4 trials, best 2.0, eta 0m30s (0m24s–0m36s)")
+    assert dr.eta_range_errors(lines, 40.0, {"warmup": 22.0}) == {"warmup": 1.0}  # 24 of 12 s

@@ -198,3 +198,37 @@ def test_a_grids_ratio_is_to_this_processs_prices_not_each_workers_probe():
               _Trial("WAITING", 256)]
     left = queued_trials(_Study(trials), lambda p: 64.0, key=lambda p: p["width"])
     assert left == [(57.0, 0.0)]
+
+
+def test_the_eta_range_holds_both_ends_of_a_coin_and_nothing_of_a_certainty():
+    from transfer.search.progress import Span, makespan, makespan_span
+
+    # one 8-s trial the pruner halves with probability ½: 6 s expected, 4 or 8 taken
+    assert makespan_span([(8.0, 0.5, 4.0)], 2) == Span(6.0, 4.0, 8.0)
+    assert makespan_span([(8.0, 0.0, 8.0), (4.0, 1.0, 2.0)], 1) == Span.certain(10.0)
+    # six coins: all six cut has odds 1/64 < 5 %, so the range stops short of it
+    six = makespan_span([(8.0, 0.5, 4.0)] * 6, 2)
+    assert makespan([4.0] * 6, 2) < six.low < six.expected < six.high == makespan([8.0] * 6, 2)
+
+
+def test_a_coin_prints_its_range_and_a_certain_eta_prints_a_point():
+    out = io.StringIO()
+    p = Progress("lines", out, workers=2)
+    p.stage_start("warmup", 1, 4, [(8.0, 0.0, 0.5, 4.0)], calibrated=True)
+    p.update(1, 2.0)
+    assert out.getvalue().splitlines()[-1].endswith("eta 0m06s (0m04s–0m08s)")
+    p.update(1, 2.0, remaining_seconds=[(8.0, 0.0)])
+    assert out.getvalue().splitlines()[-1].endswith("eta 0m08s")
+    # 60 s certain and a coin of 4 s: inside ±25 % either way, so no range
+    p.update(1, 2.0, remaining_seconds=[(60.0, 0.0), (64.0, 0.0, 0.5, 60.0)])
+    assert out.getvalue().splitlines()[-1].endswith("eta 1m02s")
+
+
+def test_growth_after_the_grid_widens_the_range_by_its_uncertain_rounds():
+    from transfer.search.progress import Span
+
+    p = Progress("off", workers=2)
+    # 2 queued trials of 50 s, then growth: 40 s certain and 40 s more at odds ½ (60 s expected)
+    p.stage_start("validation", 0, 2, [(50.0, 0.0)] * 2, calibrated=True,
+                  then=Span(60.0, 40.0, 80.0))
+    assert p.eta_span(0) == Span(110.0, 90.0, 130.0) and p.eta(0) == 110.0

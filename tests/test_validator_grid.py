@@ -147,3 +147,19 @@ def test_each_points_losses_are_in_seed_order_whatever_the_trial_numbers():
         study.add_trial(optuna.trial.create_trial(
             params={"log2_lr": x, "width": 32, "seed": s}, distributions=d, value=10.0 * s + x))
     assert curves_from(study, [32]) == {32: [(-7.0, [-7.0, 3.0]), (-6.0, [-6.0, 4.0])]}
+
+
+def test_growth_seconds_range_from_the_certain_rounds_to_every_possible_one(monkeypatch):
+    from transfer.search.progress import Span
+    from transfer.verdict import width
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    monkeypatch.setattr(width, "predict_seconds", lambda ctx, hp, w: {32: 1.0, 128: 10.0}[w])
+    ctx = _sp_ctx("sp")
+    ctx.progress = SimpleNamespace(workers=2)
+    study = optuna.create_study()
+    enqueue_grid(ctx, study, -7.0)
+    # width 128: one round certain, a second at odds ½; a round is 2 seeds of 10 s on 2 workers
+    assert width.extension_seconds(ctx, study, -7.0, {}) == Span(15.0, 10.0, 20.0)
+    ctx.cfg.proxy.parametrization = "mup"
+    assert width.extension_seconds(ctx, study, -7.0, {}) == Span.certain(0.0)

@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 from transfer.plan.hparams import MODEL_HPARAMS
 from transfer.search import Context, n_finished, predict_seconds, queued_trials, run_one, work
 from transfer.search.probe import enqueued_params, measured_ratios
-from transfer.search.progress import Left, makespan
+from transfer.search.progress import RANGE, Left, Span, makespan
 from transfer.verdict.coord import CoordResult, coord_check
 from transfer.verdict.curves import extend_each, extension_odds, grid, rounds_left
 from transfer.verdict.judge import Limits, Verdict, judge
@@ -136,27 +136,33 @@ def extension_rounds(ctx: Context, study: optuna.Study | None, center: float
     return out
 
 
-def extension_seconds(ctx: Context, study: optuna.Study, center: float, hp: dict) -> float:
-    """The expected seconds of the growth rounds still to be queued (`extension_rounds`), after
-    the queued grid: each round's seeds on the workers, at its width's probe scaled as the
-    queued points are (measured ÷ predicted of that width's finished trials)."""
+def extension_seconds(ctx: Context, study: optuna.Study, center: float, hp: dict) -> Span:
+    """The seconds of the growth rounds still to be queued (`extension_rounds`), after the
+    queued grid: each round's seeds on the workers, at its width's probe scaled as the queued
+    points are (measured ÷ predicted of that width's finished trials). Expected, and the range
+    from the rounds each width grows by at odds ≥ 95 % to those at odds > 5 % (`RANGE`)."""
     ratio, overall = measured_ratios(study.get_trials(deepcopy=False), lambda p: p["width"],
                                      lambda p: predict_seconds(ctx, hp, p["width"]))
     seeds = int(ctx.cfg.validation.seeds)
-    return sum(p * makespan([predict_seconds(ctx, hp, w) * ratio.get(w, overall)] * seeds,
-                            ctx.progress.workers)
-               for w, rounds in extension_rounds(ctx, study, center).items() for p in rounds if p)
+    low, high = RANGE
+    total = Span.certain(0.0)
+    for w, rounds in extension_rounds(ctx, study, center).items():
+        s = makespan([predict_seconds(ctx, hp, w) * ratio.get(w, overall)] * seeds,
+                     ctx.progress.workers)
+        total += Span(s * sum(rounds), s * sum(p >= high for p in rounds),
+                      s * sum(p > low for p in rounds))
+    return total
 
 
 def train_grid(ctx: Context, study: optuna.Study, stage: str,
                run: Callable[[optuna.Trial], None], extend: Callable[[], list[float] | None],
-               left: Callable[[], Left], after: Callable[[], float] = float) -> None:
+               left: Callable[[], Left], after: Callable[[], float | Span] = float) -> None:
     """This worker's share of a grid study (the width grid's, the depth and horizon grids'):
     `run` trains one taken trial; then `extend` queues points at an edge-hitting side (None:
     other workers still have points; []: bracketed or capped, done). For the ETA (not asked
     where nothing is shown: a worker's): `left`, the queued points' predicted seconds
-    (`queued_trials`); `after`, the expected seconds of the points still to be queued, which
-    run once the queued ones are done (`extension_seconds`; none by default)."""
+    (`queued_trials`); `after`, the seconds of the points still to be queued, which run once
+    the queued ones are done (`extension_seconds`; none by default)."""
     # nothing shown (a worker): no ETA, so no probe of a shape this worker may never train
     remaining, then = (left, after) if ctx.progress.shown else (list, float)
     ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
