@@ -123,7 +123,10 @@ def test_the_eta_is_the_makespan_of_what_is_left_on_the_workers():
 
 
 def test_the_eta_is_the_expected_makespan_over_what_the_pruner_may_cut():
-    from transfer.search.progress import expected_makespan, makespan
+    from transfer.search.progress import makespan, makespan_span
+
+    def expected_makespan(trials, workers):
+        return makespan_span(trials, workers).expected
 
     # the last round: two trials on two workers, each cut to 5 s with probability ½; the stage
     # ends at 10 s unless both are cut (¼): 8.75 s, not the 7.5 s of two trials of mean length

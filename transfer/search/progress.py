@@ -109,11 +109,6 @@ def makespan_span(trials: Sequence[tuple[float, float, float]], workers: int) ->
                 _quantile(values, weights, RANGE[1]))
 
 
-def expected_makespan(trials: Sequence[tuple[float, float, float]], workers: int) -> float:
-    """`makespan_span`'s expected value."""
-    return makespan_span(trials, workers).expected
-
-
 def _fmt_s(s: float) -> str:
     """Seconds as "4m05s" (or "1h02m"), rounded to the nearest second: floored, a 6.9-s ETA read
     as 6 s."""
