@@ -148,6 +148,20 @@ def test_not_transferred(md):
     assert "not a μP quantity" in section
 
 
+def test_an_sp_run_does_not_say_mup_leaves_only_these_untransferred(md):
+    assert "but μP does not carry them across width" in md
+    c = _cost()
+    target = emit.emit_target(load("model", "7b"), base_width=64, winners=WINNERS,
+                              proxy=dict(PROXY, parametrization="sp"), validated=False,
+                              drift_log2=0.25, fingerprint="abc123",
+                              budget=cost.budget_summary(c), created="2025-01-01")
+    sp = report.render_report(name="7b-sp-abc", cfg=CFG, stages=STAGES, validation=VALIDATION,
+                              target=target, cost=c, plots=[])
+    section = sp[sp.index("## Not transferred"):]
+    assert "the proxies are SP, so no value is μP-transferred" in section
+    assert "μP does not carry them" not in section
+
+
 def test_rejected_and_unvalidated_runs_say_so():
     rejected = render(dict(VALIDATION, outcome="rejected", passed=False,
                            rejected_because=["drift 0.9 > 0.5"]), validated=False)

@@ -90,6 +90,8 @@ def test_smoke_exit_code_is_the_verdict(smoke):
     assert target["provenance"]["validated"] is False
     assert target["provenance"]["verdict"]["outcome"] == verdict["outcome"]
     assert target["provenance"]["lr"]["tuned_by_stages"] > 0
+    if "interval" in target["provenance"]["lr"]:  # what the emitted interval accounts for
+        assert target["provenance"]["lr"]["interval_spans"].startswith("width")
 
 
 def test_smoke_writes_every_output(smoke):

@@ -9,6 +9,7 @@ import dataclasses
 import datetime as dt
 import math
 import time
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -144,6 +145,23 @@ def lr_provenance(hp: dict, verdict: Verdict | None) -> dict:
     return d
 
 
+def interval_spans(proxy_layers: int, target_layers: int, depth_summary: Mapping | None) -> str:
+    """What the emitted lr's interval accounts for. It is the width trajectory's: where the
+    target is deeper or shallower than the proxies, the depth rules' effect on the optimum is in
+    it only as far as the depth check showed it (and that check's drift is not added to it)."""
+    if proxy_layers == target_layers:
+        return f"width (the target has the proxies' {target_layers} layers)"
+    if depth_summary and depth_summary.get("outcome") == "passed":
+        return (f"width; depth {proxy_layers} → {target_layers} layers rests on the depth check "
+                f"over {depth_summary.get('depths')} layers, which passed (its drift is not "
+                "added to this interval)")
+    ran = ("did not run" if not depth_summary
+           else f"was {depth_summary.get('outcome')}")
+    return (f"width only: the target has {target_layers} layers, the proxies {proxy_layers}, "
+            f"and the depth check {ran}, so what depth does to the optimum is not in this "
+            "interval (provenance.not_transferred: depth)")
+
+
 def _proxy_block(plan: Plan) -> dict:
     d = plan.proxies.derived
     return {"parametrization": plan.config.proxy.parametrization, "width": plan.proxies.width,
@@ -164,6 +182,11 @@ def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dic
     cfg = ctx.cfg
     verdict = None if checks is None else checks.verdict
     lr = lr_provenance(hp, verdict)
+    depth_summary = depth.summary(None if checks is None else checks.depth,
+                                  float(plan.proxies.derived["depth_alpha"]))
+    if "interval" in lr:
+        lr["interval_spans"] = interval_spans(int(plan.proxies.derived["n_layers"]),
+                                              int(cfg.model.n_layers), depth_summary)
     extra = [{"name": "proxy_shape", "value": None, "reason": n} for n in plan.proxies.notes]
     if verdict is None:
         extra.append({"name": "validation", "value": None,
@@ -177,8 +200,7 @@ def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dic
         created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         not_transferred_extra=extra, n_gpus=int(cfg.cost.n_gpus),
         scaling=dataclasses.asdict(cfg.scaling),
-        depth=depth.summary(None if checks is None else checks.depth,
-                            float(plan.proxies.derived["depth_alpha"])),
+        depth=depth_summary,
         horizon=None if checks is None else checks.horizon_result,
         lr_trajectory=lr if "interval" in lr else None)
     prov = target["provenance"]

@@ -174,6 +174,9 @@ def _emitted(target: Mapping) -> str:
     lines += [_table(["μP", "value"], [(k, v) for k, v in mup.items()]), "",
               _table(["group", "lr", "init_std", "weight_decay", "also"], rows), "",
               _table(["train", "value"], [(k, v) for k, v in train.items()])]
+    spans = (target.get("provenance", {}).get("lr") or {}).get("interval_spans")
+    if spans:
+        lines += ["", f"The lr's interval spans {spans}."]
     return "\n".join(lines)
 
 
@@ -222,9 +225,13 @@ def _budget(cost: Mapping) -> str:
 
 def _not_transferred(target: Mapping) -> str:
     items = target.get("provenance", {}).get("not_transferred", [])
+    mup = (target.get("mup") or {}).get("parametrization", "mup") == "mup"
+    why = ("μP does not carry them across width" if mup else
+           "the proxies are SP, so no value is μP-transferred (provenance.warning), and these are "
+           "not carried across width by any rule")
     lines = ["## Not transferred", "",
-             ("These values are in target.yaml, but μP does not carry them across width, or the "
-              "proxy differs from the target in them:"), ""]
+             f"These values are in target.yaml, but {why}, or the proxy differs from the target "
+             "in them:", ""]
     lines += [f"- **{i['name']}**" + (f" ({fmt(i['value'])})" if i.get("value") is not None
                                        else "") + f": {i['reason']}" for i in items]
     return "\n".join(lines)

@@ -54,7 +54,9 @@ def not_transferred_line(target: Mapping) -> str:
     named rule that set each value (transfer.outputs.scaling) is in `train.provenance`."""
     items = (target.get("provenance") or {}).get("not_transferred") or []
     names = list(dict.fromkeys(i["name"] for i in items))  # in order, each once
-    return (f"   not transferred by μP: {', '.join(names) or 'nothing listed'} (reasons: "
+    mup = (target.get("mup") or {}).get("parametrization", "mup") == "mup"
+    head = "not transferred by μP" if mup else "not transferred (SP proxies: no value is μP-transferred)"
+    return (f"   {head}: {', '.join(names) or 'nothing listed'} (reasons: "
             "target.yaml provenance.not_transferred; the rules that set them: train.provenance)")
 
 
@@ -70,7 +72,10 @@ def lr_line(target: Mapping) -> str:
             f"[{lo:.3g}, {hi:.3g}] ({lr['confidence']:.0%}, {lr['model']} over widths "
             f"{lr['widths']}; {lr['other_model']['model']} says "
             f"{2.0 ** lr['other_model']['estimate']:.3g}); launch lr {train.get('lr', math.nan):.3g} "
-            f"[{launch[0]:.3g}, {launch[1]:.3g}] after the horizon and batch rules")
+            f"[{launch[0]:.3g}, {launch[1]:.3g}] after the horizon and batch rules"
+            + ("; the interval spans width only (depth not checked: target.yaml "
+               "provenance.lr.interval_spans)"
+               if str(lr.get("interval_spans", "")).startswith("width only") else ""))
 
 
 def verdict_lines(verdict: Verdict) -> list[str]:
