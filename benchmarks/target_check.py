@@ -249,10 +249,12 @@ def check(args, name: str, parametrization: str, corpus) -> dict:
     width = int(shape["d_model"])
     if args.emit_only:
         print(f"{name} {width}x{shape['n_layers']} [{parametrization}]: emitted log2 lr "
-              f"{est:.2f} [{lo:.2f}, {hi:.2f}] ({lr.get('model')}, {lr.get('source')})", flush=True)
+              f"{est:.2f} [{lo:.2f}, {hi:.2f}] ({lr.get('model')}, {lr.get('source')}); "
+              f"the interval spans {lr.get('interval_spans')}", flush=True)
         return {"target": name, "shape": shape, "parametrization": parametrization,
                 "run": run_dir.name, "verdict": lr.get("source"), "emitted_log2": est,
-                "emitted_interval_log2": [lo, hi], "model": lr.get("model")}
+                "emitted_interval_log2": [lo, hi], "model": lr.get("model"),
+                "interval_spans": lr.get("interval_spans")}
     points: dict = {}
     xs = lr_points(est, lo, hi)
     t = time.perf_counter()
@@ -272,7 +274,8 @@ def check(args, name: str, parametrization: str, corpus) -> dict:
     return {"target": name, "shape": shape, "parametrization": parametrization,
             "run": run_dir.name, "verdict": lr.get("source"),
             "emitted_log2": est, "emitted_interval_log2": [lo, hi],
-            "model": lr.get("model"), "target_optimum_log2": opt, "target_optimum_ci": [olo, ohi],
+            "model": lr.get("model"), "interval_spans": lr.get("interval_spans"),
+            "target_optimum_log2": opt, "target_optimum_ci": [olo, ohi],
             "distance_log2": est - opt, "loss_gap_at_emitted": fit["gap_at_emitted"],
             "covered": bool(lo <= opt <= hi), "bracketed": fit["bracketed"],
             "curvature_snr": fit["curvature_snr"], "curve": fit["curve"],

@@ -8,6 +8,8 @@ mean nothing). The ones that train are `slow`: CI runs them too (`pytest -m slow
 from __future__ import annotations
 
 import importlib.util
+import json
+import math
 import sys
 from pathlib import Path
 
@@ -76,6 +78,9 @@ def test_target_check(tmp_path, capsys):
     assert bench("target_check").main(args + ["--emit-only", "--points", str(points)]) == 0
     assert "width 128x1 [mup]: emitted log2 lr" in capsys.readouterr().out
     assert (tmp_path / "emitted.json").exists() and not points.exists()  # nothing trained
+    emitted = json.loads((tmp_path / "emitted.json").read_text())[0]
+    if all(math.isfinite(v) for v in emitted["emitted_interval_log2"]):  # what it accounts for
+        assert emitted["interval_spans"].startswith("width")
 
 
 @pytest.mark.slow
