@@ -49,5 +49,7 @@ def test_the_lr_interval_says_it_spans_width_only_where_depth_changed_unchecked(
     target = {"train": {"lr": 0.01, "lr_interval": [0.008, 0.012]}}
     shown = lr_line({**target, "provenance": {"lr": {**lr, "interval_spans": unchecked}}})
     assert "spans width only" in shown
+    shown = lr_line({**target, "provenance": {"lr": {**lr, "interval_spans": rejected}}})
+    assert "spans width only (the target's depth is not in it" in shown  # the check ran
     same_depth = {**lr, "interval_spans": interval_spans(2, 2, None)}
     assert "spans width only" not in lr_line({**target, "provenance": {"lr": same_depth}})

@@ -73,7 +73,7 @@ def lr_line(target: Mapping) -> str:
             f"{lr['widths']}; {lr['other_model']['model']} says "
             f"{2.0 ** lr['other_model']['estimate']:.3g}); launch lr {train.get('lr', math.nan):.3g} "
             f"[{launch[0]:.3g}, {launch[1]:.3g}] after the horizon and batch rules"
-            + ("; the interval spans width only (depth not checked: target.yaml "
+            + ("; the interval spans width only (the target's depth is not in it: target.yaml "
                "provenance.lr.interval_spans)"
                if str(lr.get("interval_spans", "")).startswith("width only") else ""))
 
