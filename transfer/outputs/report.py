@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from transfer.outputs.summary import is_mup
 from transfer.plan.config import validation_width
 
 
@@ -225,8 +226,7 @@ def _budget(cost: Mapping) -> str:
 
 def _not_transferred(target: Mapping) -> str:
     items = target.get("provenance", {}).get("not_transferred", [])
-    mup = (target.get("mup") or {}).get("parametrization", "mup") == "mup"
-    why = ("μP does not carry them across width" if mup else
+    why = ("μP does not carry them across width" if is_mup(target) else
            "the proxies are SP, so no value is μP-transferred (provenance.warning), and these are "
            "not carried across width by any rule")
     lines = ["## Not transferred", "",

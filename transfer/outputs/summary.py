@@ -49,13 +49,18 @@ def saved_text(cost: Mapping) -> str:
         " (negative: the tuning cost more than that baseline would)" if saved < 0 else "")
 
 
+def is_mup(target: Mapping) -> bool:
+    """Whether target.yaml's proxies were μP (SP runs emit too, as a baseline that transfers
+    nothing): what the summary and the report may say was μP-transferred."""
+    return (target.get("mup") or {}).get("parametrization", "mup") == "mup"
+
+
 def not_transferred_line(target: Mapping) -> str:
     """target.yaml's `provenance.not_transferred`, by name: each item's reason is there, and the
     named rule that set each value (transfer.outputs.scaling) is in `train.provenance`."""
     items = (target.get("provenance") or {}).get("not_transferred") or []
     names = list(dict.fromkeys(i["name"] for i in items))  # in order, each once
-    mup = (target.get("mup") or {}).get("parametrization", "mup") == "mup"
-    head = "not transferred by μP" if mup else "not transferred (SP proxies: no value is μP-transferred)"
+    head = "not transferred by μP" if is_mup(target) else "not transferred (SP proxies: no value is μP-transferred)"
     return (f"   {head}: {', '.join(names) or 'nothing listed'} (reasons: "
             "target.yaml provenance.not_transferred; the rules that set them: train.provenance)")
 
