@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from transfer.outputs.assemble import interval_spans
+from transfer.outputs.emit import interval_spans
 from transfer.outputs.summary import lr_line, not_transferred_line, saved_text
 
 

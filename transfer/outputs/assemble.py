@@ -9,13 +9,12 @@ import dataclasses
 import datetime as dt
 import math
 import time
-from collections.abc import Mapping
 
 import pandas as pd
 
 from transfer.outputs import cost as costs
 from transfer.outputs import summary
-from transfer.outputs.emit import emit_target
+from transfer.outputs.emit import emit_target, interval_spans
 from transfer.outputs.plots import run_plots
 from transfer.outputs.report import render_report
 from transfer.outputs.write import COORD_PLOT, RunFiles, report_plots, write_run
@@ -143,23 +142,6 @@ def lr_provenance(hp: dict, verdict: Verdict | None) -> dict:
                     f"{verdict.outcome}",
              stages_pick_offset_log2=x - math.log2(float(hp["lr"])))
     return d
-
-
-def interval_spans(proxy_layers: int, target_layers: int, depth_summary: Mapping | None) -> str:
-    """What the emitted lr's interval accounts for. It is the width trajectory's: where the
-    target is deeper or shallower than the proxies, the depth rules' effect on the optimum is in
-    it only as far as the depth check showed it (and that check's drift is not added to it)."""
-    if proxy_layers == target_layers:
-        return f"width (the target has the proxies' {target_layers} layers)"
-    if depth_summary and depth_summary.get("outcome") == "passed":
-        return (f"width; depth {proxy_layers} → {target_layers} layers rests on the depth check "
-                f"over {depth_summary.get('depths')} layers, which passed (its drift is not "
-                "added to this interval)")
-    ran = ("did not run" if not depth_summary
-           else f"was {depth_summary.get('outcome')}")
-    return (f"width only: the target has {target_layers} layers, the proxies {proxy_layers}, "
-            f"and the depth check {ran}, so what depth does to the optimum is not in this "
-            "interval (provenance.not_transferred: depth)")
 
 
 def _proxy_block(plan: Plan) -> dict:

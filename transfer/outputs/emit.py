@@ -171,6 +171,29 @@ def _depth_passed(depth: Mapping | None) -> bool:
     return bool(depth) and depth.get("outcome") == "passed"
 
 
+def depth_unshown(proxy_layers: int | None, target_layers: int, depth: Mapping | None) -> bool:
+    """The target's depth differs from the proxies' and no depth check passed: depth is then
+    not transferred (provenance.not_transferred) and the lr interval spans width only."""
+    return proxy_layers != target_layers and not _depth_passed(depth)
+
+
+def interval_spans(proxy_layers: int, target_layers: int, depth: Mapping | None) -> str:
+    """What the emitted lr's interval accounts for (provenance.lr.interval_spans). It is the
+    width trajectory's: where the target is deeper or shallower than the proxies, the depth
+    rules' effect on the optimum is in it only as far as the depth check showed it (and that
+    check's drift is not added to it)."""
+    if proxy_layers == target_layers:
+        return f"width (the target has the proxies' {target_layers} layers)"
+    if not depth_unshown(proxy_layers, target_layers, depth):
+        return (f"width; depth {proxy_layers} → {target_layers} layers rests on the depth check "
+                f"over {depth.get('depths')} layers, which passed (its drift is not added to "
+                "this interval)")
+    ran = "did not run" if not depth else f"was {depth.get('outcome')}"
+    return (f"width only: the target has {target_layers} layers, the proxies {proxy_layers}, "
+            f"and the depth check {ran}, so what depth does to the optimum is not in this "
+            "interval (provenance.not_transferred: depth)")
+
+
 def _depth_reason(m: dict, proxy: dict, depth: Mapping | None) -> str:
     where = (f"depth differs between proxy ({proxy.get('n_layers')} layers) and target "
              f"({m['n_layers']})")
@@ -210,7 +233,7 @@ def _not_transferred(m: dict, w: dict, proxy: dict, d_head: int, train: dict,
          "reason": f"proxy vocabulary ({proxy.get('vocab_size')}) and data ({proxy.get('data')}) "
                    f"differ from the target's ({m['vocab_size']}); losses are not comparable"},
     ]
-    if proxy.get("n_layers") != int(m["n_layers"]) and not _depth_passed(depth):
+    if depth_unshown(proxy.get("n_layers"), int(m["n_layers"]), depth):
         items.append({"name": "depth", "value": int(m["n_layers"]),
                       "reason": _depth_reason(m, proxy, depth)})
     if p_seq != t_seq:
