@@ -129,7 +129,7 @@ def stage_ends(run_dir: Path) -> dict[str, float]:
     shared points) trained nothing here and do not count."""
     import optuna
 
-    from transfer.plan.config import StorageConf
+    from transfer.core.config import StorageConf
     from transfer.search.storage import make_storage
 
     storage = make_storage(StorageConf(), run_dir=run_dir)

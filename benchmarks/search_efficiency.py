@@ -39,9 +39,9 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from transfer.cli.run import run_sweep
-from transfer.plan.compose import compose
-from transfer.plan.errors import UserError
-from transfer.plan.planner import plan_sweep
+from transfer.core.compose import compose
+from transfer.core.errors import UserError
+from transfer.run.planner import plan_sweep
 from transfer.search import (
     PROBE_STEPS,
     Context,

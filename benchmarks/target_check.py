@@ -48,10 +48,10 @@ import torch
 import torch.nn.functional as F
 
 from transfer.cli.run import run_sweep
+from transfer.core.compose import compose
+from transfer.core.data import eval_batches, load_corpus, sample_batch
 from transfer.outputs import apply, hf, plots
-from transfer.plan.compose import compose
-from transfer.plan.data import eval_batches, load_corpus, sample_batch
-from transfer.plan.planner import plan_sweep
+from transfer.run.planner import plan_sweep
 from transfer.search.trainer import lr_multiplier
 from transfer.search.training import train_spec
 from transfer.verdict.curves import bracket, extend_each, mean_curve

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from proxies import TransformerFamily
-from transfer.plan.data import sample_batch, stdlib_corpus
+from transfer.core.data import sample_batch, stdlib_corpus
 from transfer.search.trainer import TrainSpec, lr_multiplier, make_optimizer, pick_device, train
 
 GOAL = 0.95

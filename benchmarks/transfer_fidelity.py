@@ -38,7 +38,7 @@ from pathlib import Path
 import torch
 
 from proxies import TransformerFamily
-from transfer.plan.data import stdlib_corpus
+from transfer.core.data import stdlib_corpus
 from transfer.search.trainer import TrainSpec, train
 from transfer.verdict.curves import extend_each, grid
 from transfer.verdict.fit import fit_optimum

@@ -166,8 +166,8 @@ def design_of(budget: str, model: str = "3b", parametrization: str = "mup"
               ) -> tuple[dict, Limits]:
     """The budget's grid (every width, points, step, seeds, extension) and the verdict's
     limits, with the target width of `model` the trajectory is extrapolated to."""
-    from transfer.plan.compose import compose
-    from transfer.plan.config import grid_widths
+    from transfer.core.compose import compose
+    from transfer.core.config import grid_widths
 
     cfg = compose([f"budget={budget}", f"model={model}"])
     v, p = cfg.validation, cfg.proxy

@@ -21,9 +21,9 @@ import time
 import torch
 from omegaconf import OmegaConf
 
-from transfer.plan.compose import compose
-from transfer.plan.data import load_corpus
-from transfer.plan.family import instantiate_family, plan_proxies
+from transfer.core.compose import compose
+from transfer.core.data import load_corpus
+from transfer.search.family import instantiate_family, plan_proxies
 from transfer.search.space import default_hparams
 from transfer.search.trainer import train
 from transfer.search.training import train_spec

@@ -1,7 +1,7 @@
 """A width family from a user's `build(width) -> nn.Module`: the architecture a team brings.
 
 `CustomFamily` gives the trainer and the validator what they get from the built-in
-`TransformerFamily` — every member of `transfer.plan.protocol.ProxyFamily`: `.build(width, seed=,
+`TransformerFamily` — every member of `transfer.core.protocol.ProxyFamily`: `.build(width, seed=,
 device=)`, `.replace(**hp)`, `.check_width`, `.flops_per_token`, `.seq_len`, `.parametrization`,
 `.save_base_shapes`, ... — and does the μP set-up itself: base shapes from `build(base_width)`
 and `build(delta_width)` (shapes only, on the meta device), set on every model it builds with
@@ -13,7 +13,7 @@ so no stage may tune them here.
 
 Depth hook: a builder that accepts the keywords `n_layers` and `residual_mult`, e.g.
 `build(width, *, n_layers=2, residual_mult=1.0)`, is built with the family's depth and with
-`residual_mult` = `transfer.outputs.rules.residual_mult(n_layers / base_depth, depth_alpha)`, which it
+`residual_mult` = `transfer.core.rules.residual_mult(n_layers / base_depth, depth_alpha)`, which it
 must multiply into every residual branch (`x = x + residual_mult * branch(norm(x))`), as the
 built-in family does; the depth check (`validation.depth_enabled`) then builds it deeper with
 `replace(n_layers=...)`. Its optimizer stays MuAdamW (width rules), so the hidden lr factor
@@ -33,9 +33,9 @@ from mup import MuReadout, make_base_shapes, save_base_shapes, set_base_shapes
 from torch import nn
 
 from proxies.source_hash import sources_sha256
-from transfer.outputs import rules
-from transfer.plan.audit import construct, skeleton
-from transfer.plan.errors import UserError
+from transfer.core import rules
+from transfer.core.audit import construct, skeleton
+from transfer.core.errors import UserError
 
 
 @dataclass(frozen=True, eq=False)

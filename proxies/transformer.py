@@ -19,7 +19,7 @@ from mup import MuReadout, MuSharedReadout, make_base_shapes, save_base_shapes, 
 from torch import nn
 
 from proxies.source_hash import sources_sha256
-from transfer.outputs import params, rules
+from transfer.core import params, rules
 
 NORMS = ("rmsnorm", "layernorm")
 MLPS = ("swiglu", "gelu")
@@ -178,7 +178,7 @@ class Transformer(nn.Module):
 @dataclass(frozen=True)
 class TransformerFamily:
     """A width-indexed family of decoder-only transformers sharing every other choice: a
-    `transfer.plan.protocol.ProxyFamily` that also classifies its own optimizer groups."""
+    `transfer.core.protocol.ProxyFamily` that also classifies its own optimizer groups."""
 
     vocab_size: int = 256  # bytes: the default corpus is raw UTF-8/ASCII source text
     seq_len: int = 128  # long enough for code structure, short enough for 2 CPU cores
@@ -264,7 +264,7 @@ class TransformerFamily:
         return rules.residual_mult(self.depth_mult, alpha)
 
     def param_classes(self, width: int) -> dict[str, params.ParamClass]:
-        """Every parameter's class at `width` (transfer.outputs.params), against the base-width model."""
+        """Every parameter's class at `width` (transfer.core.params), against the base-width model."""
         base = {n: p.shape for n, p in self._skeleton(self.base_width).named_parameters()}
         shapes = {n: p.shape for n, p in self._skeleton(width).named_parameters()}
         return params.classify_named(shapes, base, depth_mult=self.depth_mult)
@@ -324,7 +324,7 @@ class TransformerFamily:
         return model
 
     def _init_weights(self, model: Transformer, seed: int) -> None:
-        """σ per parameter from its class (transfer.outputs.params.init_std): the same decision the
+        """σ per parameter from its class (transfer.core.params.init_std): the same decision the
         optimizer groups and the emitter read."""
         gen = torch.Generator(device="cpu").manual_seed(seed)
         classes, v = self.param_classes(model.width), self.base_values()
@@ -348,7 +348,7 @@ class TransformerFamily:
     def flops_per_token(self, width: int) -> float:
         """Training FLOPs per token: 6·N (N without the input embedding table, plus the readout
         matmul when tied) + 6·n_layers·width·seq_len for attention scores and values, counted
-        causally (half the seq_len² square), as transfer.outputs.cost does."""
+        causally (half the seq_len² square), as transfer.core.cost does."""
         n = self.n_params(width) - self.vocab_size * width
         if self.tied_embeddings:
             n += self.vocab_size * width  # the shared table is still used as the readout matmul

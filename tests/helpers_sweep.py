@@ -12,7 +12,7 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
 from transfer.archive import Archive
-from transfer.plan.compose import compose
+from transfer.core.compose import compose
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 

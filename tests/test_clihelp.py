@@ -51,3 +51,28 @@ def test_validate_cli_runs_the_job_through_hydra(tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1 and "no_such_pkg" in out.stderr
     runs = tmp_path / "sweeps"
     assert not runs.exists() or not [p for p in runs.iterdir() if p.is_dir()]
+
+
+@pytest.mark.parametrize("cli", ["sweep", "validate"])
+def test_first_line_is_printed_before_the_heavy_imports(cli, tmp_path):
+    """A real run says what it is about to do before torch, Optuna, Hydra or transformers
+    load (a cold first run spends a minute there): an import hook prints a marker on the first
+    import of each, and the CLI's line must come first. The run then stops on bad input."""
+    code = ("import importlib.abc, sys\n"
+            "HEAVY = {'torch', 'optuna', 'hydra', 'transformers'}\n"
+            "class Watch(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name in HEAVY:\n"
+            "            HEAVY.discard(name); print('IMPORT', name, flush=True)\n"
+            "        return None\n"
+            "sys.meta_path.insert(0, Watch())\n"
+            f"sys.argv = ['transfer.{cli}', *sys.argv[1:]]\n"
+            f"from transfer import {cli} as cli\n"
+            "cli.main()\n")
+    argv = ["budget=smoke", "model=tiny", "train.batch_size=-1", f"archive_dir={tmp_path}"]
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                         cwd=tmp_path)
+    lines = out.stdout.splitlines()
+    assert lines and lines[0].startswith(f"transfer.{cli}: budget=smoke model=tiny"), out.stdout
+    assert any(line.startswith("IMPORT") for line in lines[1:]), out.stdout + out.stderr
+    assert out.returncode == 2, out.stdout + out.stderr

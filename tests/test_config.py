@@ -8,9 +8,9 @@ from hydra.errors import MissingConfigException
 from omegaconf.errors import ValidationError
 
 from proxies.registry import size as proxy_size
-from transfer.plan.config import check_config
-from transfer.plan.errors import UserError
-from transfer.plan.family import plan_proxies
+from transfer.core.config import check_config
+from transfer.core.errors import UserError
+from transfer.search.family import plan_proxies
 
 # (d_model, n_layers, n_heads, n_kv_heads, d_ff, vocab_size, tied) as published; see conf/model.
 SHAPES = {
@@ -216,7 +216,7 @@ BAD = [
 
 
 def test_grid_widths_double_from_width_to_validation_width():
-    from transfer.plan.config import grid_widths
+    from transfer.core.config import grid_widths
 
     assert grid_widths({"width": 64, "validation_width": 256}) == [64, 128, 256]
     assert grid_widths({"width": 64, "validation_width": None}) == [64, 128, 256]
@@ -227,8 +227,8 @@ def test_grid_widths_double_from_width_to_validation_width():
 def test_proxies_train_under_the_targets_weight_decay_timescale():
     """λ·η = 1/(τ·steps) whatever the lr: the AdamW timescale is the same fraction of every
     trial, as target.yaml's λ keeps it for the target; too short a trial is refused."""
-    from transfer.outputs import scaling
-    from transfer.plan.errors import UserError
+    from transfer.core import scaling
+    from transfer.core.errors import UserError
     from transfer.search.training import proxy_weight_decay, train_spec
 
     cfg = compose_cfg(["model=tiny", "train.weight_decay_rule=timescale"])

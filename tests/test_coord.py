@@ -11,8 +11,8 @@ from mup import MuReadout, set_base_shapes
 from torch import nn
 
 from proxies import TransformerFamily
+from transfer.core.data import stdlib_corpus
 from transfer.outputs.plots import plot_coord
-from transfer.plan.data import stdlib_corpus
 from transfer.verdict.coord import (
     FINAL_RESIDUAL,
     LOGITS,

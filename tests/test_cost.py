@@ -1,4 +1,4 @@
-"""transfer.outputs.cost: parameter counts against published totals, FLOPs and GPU-hours by hand, the
+"""transfer.core.cost: parameter counts against published totals, FLOPs and GPU-hours by hand, the
 naive alternative, the stage-seconds drill and the spending cap."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from transfer.outputs import cost
-from transfer.plan.compose import CONF_DIR
-from transfer.plan.errors import BudgetExceeded, UserError
+from transfer.core import cost
+from transfer.core.compose import CONF_DIR
+from transfer.core.errors import BudgetExceeded, UserError
 
 CONF = CONF_DIR
 

@@ -1,4 +1,4 @@
-"""transfer.plan.data: the embedded stdlib corpus, token files, batches."""
+"""transfer.core.data: the embedded stdlib corpus, token files, batches."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from transfer.plan.data import (
+from transfer.core.data import (
     eval_batches,
     load_corpus,
     sample_batch,
     stdlib_corpus,
     token_file_corpus,
 )
-from transfer.plan.errors import DataError
+from transfer.core.errors import DataError
 
 
 @pytest.fixture(scope="module")

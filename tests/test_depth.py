@@ -16,10 +16,10 @@ from torch import nn
 
 from proxies import TransformerFamily
 from proxies.custom import CustomFamily
-from transfer.outputs import rules
-from transfer.plan.config import Config, ProxyConf, ValidationConf
-from transfer.plan.family import ProxyPlan
+from transfer.core import rules
+from transfer.core.config import Config, ProxyConf, ValidationConf
 from transfer.search import Context
+from transfer.search.family import ProxyPlan
 from transfer.verdict import axis_grid, depth
 from transfer.verdict.curves import grid
 from transfer.verdict.judge import REJECTED, Limits, judge
@@ -137,8 +137,8 @@ def test_a_builder_without_the_hook_cannot_be_made_deeper():
 def test_bad_depth_settings_name_the_field(override, field):
     from helpers_sweep import compose_cfg
 
-    from transfer.plan.config import check_config
-    from transfer.plan.errors import UserError
+    from transfer.core.config import check_config
+    from transfer.core.errors import UserError
 
     with pytest.raises(UserError, match=field):
         check_config(compose_cfg(["model=tiny", override]))
@@ -147,7 +147,7 @@ def test_bad_depth_settings_name_the_field(override, field):
 def test_the_family_gets_the_depth_settings_from_the_config():
     from helpers_sweep import compose_cfg
 
-    from transfer.plan.family import plan_proxies
+    from transfer.search.family import plan_proxies
 
     plan = plan_proxies(compose_cfg(["model=tiny", "proxy.depth_alpha=0.5"]))
     assert plan.derived["depth_alpha"] == 0.5

@@ -15,7 +15,7 @@ import yaml
 from helpers_sweep import TINY, compose_cfg, only_run
 
 from transfer.cli.sweep import sweep
-from transfer.plan.errors import EXIT_REJECTED
+from transfer.core.errors import EXIT_REJECTED
 
 # The lr stage only (one trial each for batch and warmup), then the width grid 32 → 64 and the
 # depth grid 1 → 4 layers at width 32: 5 one-octave points × 2 seeds, 40 steps of 16 × 32.

@@ -9,8 +9,9 @@ import math
 import pytest
 import yaml
 
-from transfer.outputs import cost, emit
-from transfer.plan.compose import CONF_DIR
+from transfer.core import cost
+from transfer.core.compose import CONF_DIR
+from transfer.outputs import emit
 
 CONF = CONF_DIR
 BASE_WIDTH = 128

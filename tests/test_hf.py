@@ -15,8 +15,8 @@ from helpers_target import group, small_target
 
 from transfer.archive import Archive
 from transfer.cli.sweep import sweep
+from transfer.core.compose import CONF_DIR
 from transfer.outputs import apply, hf
-from transfer.plan.compose import CONF_DIR
 
 
 @pytest.fixture(scope="module")

@@ -18,10 +18,10 @@ from optuna.trial import TrialState
 
 from proxies import TransformerFamily
 from transfer.cli.sweep import sweep
+from transfer.core.config import Config, ProxyConf, TrainConf, ValidationConf
 from transfer.outputs.emit import emit_target
-from transfer.plan.config import Config, ProxyConf, TrainConf, ValidationConf
-from transfer.plan.family import ProxyPlan
 from transfer.search import Context
+from transfer.search.family import ProxyPlan
 from transfer.verdict import axis_grid, horizon
 from transfer.verdict.curves import grid
 
@@ -124,8 +124,8 @@ def test_a_loose_exponent_keeps_the_rule():
 @pytest.mark.parametrize("override", ["validation.horizon_ratio=2",
                                       "validation.horizon_max_ci=0"])
 def test_bad_horizon_settings_name_the_field(override):
-    from transfer.plan.config import check_config
-    from transfer.plan.errors import UserError
+    from transfer.core.config import check_config
+    from transfer.core.errors import UserError
 
     with pytest.raises(UserError, match=override.split("=")[0]):
         check_config(compose_cfg([*TINY, override]))

@@ -1,4 +1,4 @@
-"""transfer.outputs.params: one classification read by the proxy's init, its optimizer and the emitter."""
+"""transfer.core.params: one classification read by the proxy's init, its optimizer and the emitter."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import torch
 from mup import MuAdamW
 
 from proxies import TransformerFamily
-from transfer.outputs import apply, emit, params, rules
+from transfer.core import params, rules
+from transfer.outputs import apply, emit
 
 WIDTH, BASE = 128, 32
 # ffn_ratio 3 and kv_group 2 so the down-projection and k/v have their own shapes; α = ½ and

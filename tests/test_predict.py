@@ -8,8 +8,9 @@ import math
 from helpers_sweep import TINY, compose_cfg, only_run
 
 from transfer.cli.sweep import sweep
-from transfer.plan.planner import plan_sweep
-from transfer.search import Context, predict, stage_space
+from transfer.run import predict
+from transfer.run.planner import plan_sweep
+from transfer.search import Context, stage_space
 from transfer.search.stages import expected_trial_seconds, stage_layout
 
 STEP, EVAL, SETUP = 0.01, 0.05, 0.2  # seconds: a step, an evaluation, building a trial

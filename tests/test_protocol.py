@@ -1,4 +1,4 @@
-"""transfer.plan.protocol: both proxy families provide every member of `ProxyFamily`, with working
+"""transfer.core.protocol: both proxy families provide every member of `ProxyFamily`, with working
 values at a tiny size, and anything lacking a member is refused."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from helpers_sweep import compose_cfg
 
 from proxies import TransformerFamily
 from proxies.custom import CustomFamily
-from transfer.plan.errors import UserError
-from transfer.plan.family import instantiate_family, plan_proxies
-from transfer.plan.protocol import MEMBERS, ProxyFamily, missing_members
+from transfer.core.errors import UserError
+from transfer.core.protocol import MEMBERS, ProxyFamily, missing_members
+from transfer.search.family import instantiate_family, plan_proxies
 
 WIDTH = 32
 
@@ -89,5 +89,5 @@ def test_anything_lacking_a_member_is_not_a_proxy_family(dropped):
 
 def test_a_builder_that_is_not_a_family_is_a_user_error():
     cfg = compose_cfg(["model=tiny", "proxy.builder._target_=types.SimpleNamespace"])
-    with pytest.raises(UserError, match="lacks .*build.*transfer.plan.protocol.ProxyFamily"):
+    with pytest.raises(UserError, match="lacks .*build.*transfer.core.protocol.ProxyFamily"):
         instantiate_family(cfg, plan_proxies(cfg), vocab_size=256)

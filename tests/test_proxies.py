@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from proxies import TransformerFamily
-from transfer.outputs import rules
+from transfer.core import rules
 from transfer.search.trainer import TrainSpec, make_optimizer
 
 # d_head=16 makes the SP attention multiplier below exact in floating point (1/4 / 4 = 1/16).
@@ -176,7 +176,7 @@ def test_rope_theta_and_norm_eps_are_the_targets():
 def test_plan_passes_the_targets_rope_theta_and_norm_eps():
     from helpers_sweep import compose_cfg
 
-    from transfer.plan.family import plan_proxies
+    from transfer.search.family import plan_proxies
 
     d3 = plan_proxies(compose_cfg(["model=3b"])).derived
     d7 = plan_proxies(compose_cfg(["model=7b"])).derived

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import yaml
 
-from transfer.outputs import cost, emit, report
-from transfer.plan.compose import CONF_DIR
+from transfer.core import cost
+from transfer.core.compose import CONF_DIR
+from transfer.outputs import emit, report
 
 CONF = CONF_DIR
 SECTIONS = ("## What was swept", "## Winners per stage", "## Verdict", "## Plots",

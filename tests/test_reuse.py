@@ -12,7 +12,7 @@ import yaml
 
 from transfer.archive import Archive
 from transfer.cli.sweep import sweep
-from transfer.plan.compose import compose
+from transfer.core.compose import compose
 from transfer.search import BudgetStop, training, trial
 from transfer.search.storage import make_storage
 
@@ -140,7 +140,7 @@ def test_a_code_change_is_never_reused_silently(archived, trainings, monkeypatch
     why it did not copy the archived trials; reuse=force copies them and records it."""
     root, _, _, _ = archived
     from transfer.archive import code_hashes
-    from transfer.plan import planner
+    from transfer.run import planner
 
     real = code_hashes()
     monkeypatch.setattr(planner, "code_hashes", lambda: dict(real, trainer="0" * 16))

@@ -1,4 +1,4 @@
-"""transfer.outputs.rules: the μP rules, checked against what mup and the proxy family actually do."""
+"""transfer.core.rules: the μP rules, checked against what mup and the proxy family actually do."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from proxies import TransformerFamily
-from transfer.outputs import rules
+from transfer.core import rules
 from transfer.search.trainer import TrainSpec, make_optimizer
 
 TINY = dict(n_layers=1, d_head=8, seq_len=32, base_width=32)

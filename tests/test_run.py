@@ -1,5 +1,5 @@
 """transfer.cli.run: a worker process trains exactly the grids the finalizing process trains; below
-the job layer the run's Context carries plain `transfer.plan.config.Config` dataclasses."""
+the job layer the run's Context carries plain `transfer.core.config.Config` dataclasses."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from omegaconf import OmegaConf, read_write
 
 from transfer.cli import run
 from transfer.cli.sweep import sweep
-from transfer.plan.compose import as_config
-from transfer.plan.config import Config, ParamConf, StageConf
-from transfer.plan.errors import UserError
-from transfer.plan.planner import make_context, plan_sweep
+from transfer.core.compose import as_config
+from transfer.core.config import Config, ParamConf, StageConf
+from transfer.core.errors import UserError
+from transfer.run.planner import make_context, plan_sweep
 from transfer.search import default_hparams
 from transfer.search.storage import make_storage
 from transfer.verdict import checks, depth, horizon

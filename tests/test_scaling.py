@@ -1,4 +1,4 @@
-"""transfer.outputs.scaling: each rule against numbers worked from its paper's formula, and a
+"""transfer.core.scaling: each rule against numbers worked from its paper's formula, and a
 launchability check of the emitted train block for Llama 3.2 1B/3B and Llama 2 7B."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from helpers_sweep import compose_cfg
 from omegaconf import OmegaConf
 
-from transfer.outputs import scaling
+from transfer.core import scaling
 from transfer.outputs.emit import emit_target
 
 # The proxies as the default budget runs them (stage width 64, 16 × 128 bytes, 150 steps).
@@ -155,8 +155,8 @@ def test_lr_factor_is_the_product_of_the_stated_rules():
 
 
 def test_check_config_refuses_an_unknown_rule_and_a_fixed_batch_without_tokens():
-    from transfer.plan.config import check_config
-    from transfer.plan.errors import UserError
+    from transfer.core.config import check_config
+    from transfer.core.errors import UserError
 
     check_config(compose_cfg(["scaling=fixed"]))
     with pytest.raises(UserError, match="scaling.batch_rule='linear'; use one of step_law"):

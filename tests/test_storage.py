@@ -18,7 +18,7 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from transfer.plan.errors import UserError
+from transfer.core.errors import UserError
 from transfer.search.storage import (
     ENV_URL,
     JOURNAL_FILE,

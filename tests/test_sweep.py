@@ -37,8 +37,8 @@ from helpers_sweep import (
 from optuna.trial import TrialState
 
 from transfer.cli.sweep import sweep
-from transfer.plan.config import TUNABLE
-from transfer.plan.errors import EXIT_OK, EXIT_USER_ERROR, verdict_exit_code
+from transfer.core.config import TUNABLE
+from transfer.core.errors import EXIT_OK, EXIT_USER_ERROR, verdict_exit_code
 from transfer.search import default_hparams, study_name, training
 from transfer.search.storage import OWNER_ATTR, this_process
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from proxies import TransformerFamily
-from transfer.plan.data import stdlib_corpus
+from transfer.core.data import stdlib_corpus
 from transfer.search.trainer import TrainSpec, lr_multiplier, train
 
 FAMILY = TransformerFamily(n_layers=1, d_head=8, seq_len=32, base_width=32)

@@ -26,9 +26,9 @@ from torch import nn
 
 from proxies.custom import CustomFamily
 from transfer.cli.validate import compose_config, run, validate_model
-from transfer.plan.audit import AuditFailed, audit
-from transfer.plan.errors import EXIT_OK, EXIT_REJECTED, EXIT_USER_ERROR, UserError
-from transfer.plan.planner import plan_custom
+from transfer.core.audit import AuditFailed, audit
+from transfer.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USER_ERROR, UserError
+from transfer.run.planner import plan_custom
 
 # Grid centres: each family's optimum at width 32 and this budget, measured (the lr stage is
 # skipped: stages.stage.lr.trials=1 trains train.lr only). A sweep would centre on its lr stage.

@@ -1,7 +1,8 @@
 """transfer: tune hyperparameters on small μP proxies, prove they transfer, emit the full-scale
-config. One sub-package per stage of the flow: `plan` (config → proxy family) → `search` (the
-staged Optuna studies, the trainer) → `verdict` (curves, fits, judge) → `outputs` (target.yaml,
-cost, report) → `archive`; `cli` is the thin command line on top (`python -m transfer.sweep`).
+config. Folders are layers, each importing only those below it (docs/architecture.md): `cli`
+(`python -m transfer.sweep`) → `run` (a run as a whole) → `outputs` (target.yaml, report) →
+`verdict` (grids, then the pure judge) → `search` (the trainer, the staged Optuna studies) →
+`archive` (beside `proxies`) → `core` (config, μP rules, scaling laws, cost, corpus).
 
 `from transfer import apply, hf` are the documented names for a user's trainer; they load on
 first use (torch, and transformers for `hf`, are not paid by `import transfer`).

@@ -44,7 +44,7 @@ def test_a_report_edit_changes_nothing(tmp_path):
 def test_a_deleted_file_changes_its_part(tmp_path):
     root = copy_packages(tmp_path)
     before = code_hashes(root)
-    (root / "transfer/plan/data.py").unlink()
+    (root / "transfer/core/data.py").unlink()
     assert changed_parts(before, code_hashes(root)) == ["data"]
 
 

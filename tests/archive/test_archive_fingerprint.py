@@ -14,8 +14,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from transfer.archive import code_version, fingerprint, fingerprint_payload, library_versions
-from transfer.plan.compose import compose
-from transfer.plan.config import (
+from transfer.core.compose import compose
+from transfer.core.config import (
     CostConf,
     HardwareConf,
     ModelConf,

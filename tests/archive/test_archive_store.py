@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from transfer.archive import INDEX_COLUMNS, Archive, ArchiveError
-from transfer.plan.errors import UserError
+from transfer.core.errors import UserError
 
 
 def _tmp_files(folder: Path) -> list[Path]:

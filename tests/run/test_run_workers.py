@@ -1,6 +1,6 @@
 """workers=auto: how many local processes share a run."""
 
-from transfer.search import workers
+from transfer.run import workers
 
 
 def test_workers_auto_is_two_on_a_multicore_cpu_one_on_a_gpu(monkeypatch):

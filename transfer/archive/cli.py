@@ -18,7 +18,7 @@ import pandas as pd
 import yaml
 
 from transfer.archive.store import Archive
-from transfer.plan.errors import EXIT_OK, EXIT_USER_ERROR, UserError
+from transfer.core.errors import EXIT_OK, EXIT_USER_ERROR, UserError
 
 EXIT_PROBLEMS = 1
 FORMATS = ("csv", "parquet")

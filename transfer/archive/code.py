@@ -23,11 +23,11 @@ __all__ = ["CODE_PARTS", "changed_parts", "code_hashes", "import_root"]
 # holds the `transfer` and `proxies` packages: a checkout or site-packages).
 CODE_PARTS: dict[str, tuple[str, ...]] = {
     "family": ("proxies/__init__.py", "proxies/registry.py", "proxies/transformer.py",
-               "transfer/plan/family.py"),
+               "transfer/search/family.py"),
     "trainer": ("transfer/search/trainer.py", "transfer/search/training.py"),
-    "data": ("transfer/plan/data.py",),
-    "rules": ("transfer/outputs/rules.py", "transfer/outputs/params.py",
-              "transfer/outputs/scaling.py"),
+    "data": ("transfer/core/data.py",),
+    "rules": ("transfer/core/rules.py", "transfer/core/params.py",
+              "transfer/core/scaling.py"),
 }
 HASH_CHARS = 16
 

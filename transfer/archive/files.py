@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from transfer.plan.errors import UserError
+from transfer.core.errors import UserError
 
 TMP_PREFIX = ".tmp-"
 

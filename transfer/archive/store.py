@@ -37,7 +37,7 @@ from transfer.archive.index import (
     parse_index,
     typed,
 )
-from transfer.plan.errors import UserError
+from transfer.core.errors import UserError
 
 INDEX = "index.csv"
 LOCK = ".index.lock"

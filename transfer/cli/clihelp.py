@@ -1,7 +1,7 @@
 """`--help` for the CLIs without Hydra: the config groups read off `conf/`, in well under a
 second (Hydra's own help composes every group's repository: 0.03 s against 1.19 s for
 `transfer.cli.sweep` in `benchmarks/startup.py`; it stays behind `--hydra-help`). Only the standard
-library (and `transfer.plan.errors`) is imported."""
+library (and `transfer.core.errors`) is imported."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from transfer.plan.compose import CONF_DIR
-from transfer.plan.errors import EXIT_USER_ERROR
+from transfer.core.compose import CONF_DIR
+from transfer.core.errors import EXIT_USER_ERROR
 
 HELP_FLAGS = ("--help", "-h")
 
@@ -73,8 +73,17 @@ def help_text(prog: str, summary: str, exits: str) -> str:
     for g, options in groups().items():
         lines.append(f"  {g + ':':<18} " + ", ".join(o + ("*" if d.get(g) == o else "")
                                                     for o in options))
-    lines += ["", "keys: any field of the schema (transfer/plan/config.py), e.g. proxy.width=128 "
+    lines += ["", "keys: any field of the schema (transfer/core/config.py), e.g. proxy.width=128 "
               "train.tokens=614400 validation.seeds=4 workers=2 archive_dir=sweeps",
               f"the composed config: python -m {prog} --cfg job [overrides]",
               f"Hydra's own flags: python -m {prog} --hydra-help", "", exits]
     return "\n".join(lines)
+
+
+def starting_line(command: str, argv: list[str]) -> str:
+    """The first line a real run prints, before torch, Optuna, Hydra or transformers load: the
+    first run after an install can spend a minute or more reading their libraries from a cold
+    disk (cost.json `phases.startup`), and a silent terminal then looks hung."""
+    given = " ".join(a for a in argv if not a.startswith("-")) or "the defaults"
+    return (f"{command}: {given}; loading torch, Optuna and Hydra, then planning the run "
+            "(the first run after an install may spend a minute here)")

@@ -1,8 +1,8 @@
 """The end-to-end job behind `python -m transfer.sweep`, as a plain function of the config.
 
-config → plan (transfer.plan.planner) → predicted cost against the cap (transfer.search.predict) → archived run
-reused (transfer.search.reuse) → stage studies (transfer.search) → grids, verdicts, emitted config and
-cost → run folder (transfer.verdict.checks, transfer.outputs.assemble). Everything that can be wrong with the
+config → plan (transfer.run.planner) → predicted cost against the cap (transfer.run.predict) → archived run
+reused (transfer.run.reuse) → stage studies (transfer.search) → grids, verdicts, emitted config and
+cost → run folder (transfer.verdict.checks, transfer.run.assemble). Everything that can be wrong with the
 input is checked before the archive is touched.
 """
 
@@ -16,21 +16,16 @@ import optuna
 import torch
 
 from transfer.archive import code_version
-from transfer.outputs.assemble import finalize, write_partial
-from transfer.plan.compose import as_config
-from transfer.plan.config import Config
-from transfer.plan.errors import UserError
-from transfer.plan.planner import make_context, plan_sweep
-from transfer.search import (
-    BudgetStop,
-    predict,
-    resolve_workers,
-    run_stages,
-    start_workers,
-    threads_per_process,
-)
+from transfer.core.compose import as_config
+from transfer.core.config import Config
+from transfer.core.errors import UserError
+from transfer.run import predict
+from transfer.run.assemble import finalize, write_partial
+from transfer.run.planner import make_context, plan_sweep
+from transfer.run.reuse import reuse_archived
+from transfer.run.workers import resolve_workers, start_workers, threads_per_process
+from transfer.search import BudgetStop, run_stages
 from transfer.search.phases import process_age, timed
-from transfer.search.reuse import reuse_archived
 from transfer.search.storage import make_storage
 from transfer.verdict.checks import run_grids
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from transfer.cli.clihelp import answer_without_hydra
-from transfer.plan.errors import exit_code
+from transfer.cli.clihelp import answer_without_hydra, starting_line
+from transfer.core.errors import exit_code
 
 SUMMARY = ("Tune a target's hyperparameters on μP proxies, validate the transfer, emit the "
            "full-scale config\n(sweeps/<run>/target.yaml, hf/config.json, cost.json, report.md).")
@@ -25,7 +25,8 @@ def sweep(cfg) -> int:
 
 def main() -> None:
     answer_without_hydra("transfer.cli.sweep", SUMMARY, EXITS, sys.argv[1:])  # --help, typos
-    from transfer.plan.compose import hydra_main  # a real run: Hydra composes the config
+    print(starting_line("transfer.sweep", sys.argv[1:]), flush=True)
+    from transfer.core.compose import hydra_main  # a real run: Hydra composes the config
 
     hydra_main(sweep)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from transfer.cli.clihelp import answer_without_hydra
+from transfer.cli.clihelp import answer_without_hydra, starting_line
 
 if TYPE_CHECKING:  # for readers and type checkers; at run time `__getattr__` loads them
     from transfer.cli.validate_job import compose_config, run, validate, validate_model
@@ -40,8 +40,9 @@ def main() -> None:
     every group, and this module would first import the job: `benchmarks/startup.py` times
     both); anything else is Hydra's."""
     answer_without_hydra("transfer.cli.validate", SUMMARY, EXITS, sys.argv[1:])
+    print(starting_line("transfer.validate", sys.argv[1:]), flush=True)
     from transfer.cli.validate_job import run
-    from transfer.plan.compose import hydra_main
+    from transfer.core.compose import hydra_main
 
     hydra_main(run)
 

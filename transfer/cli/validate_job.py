@@ -1,7 +1,7 @@
 """Is my model μP? The job behind `python -m transfer.validate` (`run`, `validate(cfg)`) and
 the Python entry point `validate_model(build)`, re-exported by `transfer.cli.validate`.
 
-plan (transfer.plan.planner.plan_custom: input checks, audit — shapes only, exit 2 with every finding
+plan (transfer.run.planner.plan_custom: input checks, audit — shapes only, exit 2 with every finding
 — and output probe) → an lr stage at proxy.width (the sweep's, started at train.lr) → the
 sweep's validator (transfer.verdict.checks.run_checks: lr grid at two widths, coordinate
 check, verdict, and the depth check where asked; figures by transfer.outputs.plots) → run folder (transfer.outputs.write). Exit 0 passes, 3 rejects, 4 cannot
@@ -16,14 +16,14 @@ import optuna
 from omegaconf import DictConfig
 
 from transfer.archive import code_version
-from transfer.outputs.assemble import trials_frame
+from transfer.core.compose import compose
+from transfer.core.errors import UserError, exit_code, verdict_exit_code
 from transfer.outputs.plots import run_plots
 from transfer.outputs.report import render_custom_report
 from transfer.outputs.write import COORD_PLOT, RunFiles, report_plots, write_run
-from transfer.plan.compose import compose
-from transfer.plan.custom import STAGE
-from transfer.plan.errors import UserError, exit_code, verdict_exit_code
-from transfer.plan.planner import Plan, make_context, plan_custom
+from transfer.run.assemble import trials_frame
+from transfer.run.custom import STAGE
+from transfer.run.planner import Plan, make_context, plan_custom
 from transfer.search import default_hparams, open_study, run_stages, seed_incumbent, stage_space
 from transfer.search.storage import make_storage
 from transfer.verdict.checks import mark_finalized, run_checks

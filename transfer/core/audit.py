@@ -28,8 +28,8 @@ import torch
 from mup import MuReadout
 from torch import nn
 
-from transfer.plan.compose import locate_callable, locate_object
-from transfer.plan.errors import UserError
+from transfer.core.compose import locate_callable, locate_object
+from transfer.core.errors import UserError
 
 SIGNATURE = "build(width: int) -> torch.nn.Module"
 PROBE_BATCH = 2

@@ -4,7 +4,7 @@
   `transfer.conf`, so a wheel works from any directory); the CLIs, `validate_model`, the tests
   and the benchmarks all compose through here. `hydra_main` is the CLIs' `@hydra.main`.
 - `as_config`: a composed `DictConfig` → the plain `Config` dataclasses that everything past the
-  CLI reads (`transfer.plan.planner` takes either and keeps the dataclasses).
+  CLI reads (`transfer.run.planner` takes either and keeps the dataclasses).
 - `instantiate`, `locate_callable`, `locate_object`: Hydra's `_target_` instantiation and
   dotted-path lookup, for the proxy family and a user's builder.
 
@@ -56,11 +56,11 @@ def hydra_main(task):
 
 
 def register_configs() -> None:
-    """The schema (`transfer.plan.config.Config`) in Hydra's ConfigStore, as `conf/config.yaml`'s
+    """The schema (`transfer.core.config.Config`) in Hydra's ConfigStore, as `conf/config.yaml`'s
     defaults name it."""
     from hydra.core.config_store import ConfigStore
 
-    from transfer.plan.config import Config
+    from transfer.core.config import Config
 
     ConfigStore.instance().store(name="schema", node=Config)
 
@@ -71,8 +71,8 @@ def as_config(cfg):
     left `???` is a user error naming the key."""
     from omegaconf import MissingMandatoryValue, OmegaConf
 
-    from transfer.plan.config import Config
-    from transfer.plan.errors import UserError
+    from transfer.core.config import Config
+    from transfer.core.errors import UserError
 
     if isinstance(cfg, Config):
         return cfg

@@ -1,7 +1,7 @@
 """The config as plain dataclasses (`Config`), and its validation.
 
 YAML groups in `conf/` extend these dataclasses (registered with Hydra's ConfigStore by
-`transfer.plan.compose`, which also turns a composed config into a `Config`); OmegaConf checks
+`transfer.core.compose`, which also turns a composed config into a `Config`); OmegaConf checks
 types, `check_config` checks everything a type cannot (ranges, divisibility, ordering) and
 raises `UserError` naming the field. Nothing here imports Hydra or OmegaConf.
 """
@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from transfer.outputs import rules
-from transfer.outputs import scaling as rules_
-from transfer.plan.errors import UserError
-from transfer.plan.hparams import TUNABLE  # the stage spaces are checked against it
+from transfer.core import rules
+from transfer.core import scaling as rules_
+from transfer.core.errors import UserError
+from transfer.core.hparams import TUNABLE  # the stage spaces are checked against it
 
 PARAM_TYPES = ("float", "int", "categorical")
 MISSING = "???"  # OmegaConf's mandatory-value marker (omegaconf.MISSING), as a schema default
@@ -225,7 +225,7 @@ class CostConf:
 
 @dataclass
 class ScalingConf:
-    """Rules for what μP does not carry (transfer/outputs/scaling.py); conf/scaling/ picks a set."""
+    """Rules for what μP does not carry (transfer/core/scaling.py); conf/scaling/ picks a set."""
 
     name: str = "default"
     batch_rule: str = "step_law"  # step_law | deepseek | fixed: optimal batch tokens vs D

@@ -1,6 +1,6 @@
 """What the target run costs, what tuning cost, and what tuning on the target would have cost.
 
-Plain Python on plain dicts (or the dataclasses of `transfer.plan.config`): the orchestrator measures,
+Plain Python on plain dicts (or the dataclasses of `transfer.core.config`): the orchestrator measures,
 this module does the arithmetic and writes down every assumption next to the numbers.
 
 FLOPs convention (the same as `proxies.TransformerFamily.flops_per_token`): training FLOPs per
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
-from transfer.plan.errors import BudgetExceeded
+from transfer.core.errors import BudgetExceeded
 
 SECONDS_PER_HOUR = 3600.0
 PREDICTION_TOLERANCE = 0.10  # the drill's goal: predicted stage seconds within ±10 %

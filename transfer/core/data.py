@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transfer.plan.errors import DataError
+from transfer.core.errors import DataError
 
 TOKEN_DTYPES = {"uint16": np.uint16, "uint32": np.uint32}
 

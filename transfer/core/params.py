@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from transfer.outputs import rules
+from transfer.core import rules
 
 HIDDEN_ATTN = ("attn_q", "attn_k", "attn_v", "attn_o")
 HIDDEN_MLP = ("mlp_gate", "mlp_up", "mlp_down")
@@ -85,9 +85,9 @@ def role_of(name: str) -> str:
     for pattern, role in ROLE_PATTERNS:
         if re.search(pattern, name):
             return role
-    raise ValueError(f"parameter {name!r} has no μP role: transfer.outputs.params knows "
+    raise ValueError(f"parameter {name!r} has no μP role: transfer.core.params knows "
                      "GraniteForCausalLM and proxies.TransformerFamily names; add a pattern to "
-                     "transfer.outputs.params.ROLE_PATTERNS for your model")
+                     "transfer.core.params.ROLE_PATTERNS for your model")
 
 
 @dataclass(frozen=True)
@@ -236,7 +236,7 @@ def group_names(classes: Mapping[str, ParamClass]) -> dict[tuple, str]:
         exact = [n for n, g in GROUP_ROLES.items() if n.startswith("hidden") and g == rs]
         if not exact:
             raise ValueError(f"hidden roles {sorted(rs)} share fan-in {key[2]} but no group name "
-                             "holds exactly them; add one to transfer.outputs.params.GROUP_ROLES")
+                             "holds exactly them; add one to transfer.core.params.GROUP_ROLES")
         out[key] = exact[0]
     return out
 

@@ -3,13 +3,13 @@
 Every width-dependent number in this project comes from here: the proxy family uses these
 functions to initialise and scale, and the emitter uses the same functions to write explicit
 values at the target width. The proxy family trains with AdamW groups built from these rules
-(`transfer.outputs.params.optimizer_groups`); tests check that at α = 0 they agree with `mup.MuAdamW`'s
+(`transfer.core.params.optimizer_groups`); tests check that at α = 0 they agree with `mup.MuAdamW`'s
 (`hidden_lr` / `vector_lr` below), which custom families still train with.
 
 Vocabulary: a *hidden* (matrix-like) parameter has two width dimensions (attention and MLP
 projections); *embedding*, *readout* and *vector* (norm gains, biases) parameters have one.
 The depth rules (CompleteP, below) add m_L = n_layers / base_depth for parameters inside a
-residual block; which parameter gets which rule is decided once, in `transfer.outputs.params`.
+residual block; which parameter gets which rule is decided once, in `transfer.core.params`.
 """
 
 from __future__ import annotations

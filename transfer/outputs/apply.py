@@ -5,7 +5,7 @@ zero-init: the attention query, the untied readout by default); `param_groups(mo
 returns one AdamW group per target.yaml group with its lr, weight decay and ε. Parameters are
 matched by role (name pattern, checked against shape) for a Hugging Face `GraniteForCausalLM`
 and for the project's own family (`proxies/transformer.py`); each role is decided once, in
-`transfer.outputs.params`, and both functions read that one answer. An unknown parameter or group
+`transfer.core.params`, and both functions read that one answer. An unknown parameter or group
 name is an error that names it. No mup package is needed: the numbers in target.yaml are already explicit.
 """
 
@@ -19,9 +19,9 @@ import torch
 import yaml
 from torch import nn
 
-from transfer.outputs.params import GROUP_ROLES, HIDDEN, MATRIX_ROLES, ROLE_PATTERNS, role_of
+from transfer.core.params import GROUP_ROLES, HIDDEN, MATRIX_ROLES, ROLE_PATTERNS, role_of
 
-# Roles, their name patterns and the group names are decided once, in transfer.outputs.params.
+# Roles, their name patterns and the group names are decided once, in transfer.core.params.
 __all__ = ["GROUP_ROLES", "ROLE_PATTERNS", "Assigned", "assign", "init_", "load_target",
            "param_groups", "role_of"]
 

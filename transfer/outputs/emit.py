@@ -1,7 +1,7 @@
 """The emitted full-scale config (`target.yaml`): explicit values at the target width.
 
 Framework-neutral: a trainer needs no mup package, only the numbers here. Every width-dependent
-value comes from `transfer.outputs.rules`; this module only decides which rule applies to which group
+value comes from `transfer.core.rules`; this module only decides which rule applies to which group
 and writes down, next to the values, what did not transfer and why. The train block (batch,
 horizon, warmup, weight decay: what μP does not carry) is `transfer.outputs.train_block`'s.
 """
@@ -15,10 +15,10 @@ from typing import IO, Any
 
 import yaml
 
-from transfer.outputs import params, rules
-from transfer.outputs.cost import as_dict, target_params
+from transfer.core import params, rules
+from transfer.core.cost import as_dict, target_params
+from transfer.core.hparams import TUNABLE
 from transfer.outputs.train_block import train_block
-from transfer.plan.hparams import TUNABLE
 
 WINNER_KEYS = TUNABLE + ("weight_decay", "schedule")  # what `winners` must hold: tuned + defaults
 DEFAULT_EPS = 1e-8  # torch AdamW / MuAdamW default: what the proxies trained with
@@ -77,7 +77,7 @@ def _mup_block(m: dict, base_width: int, w: dict, parametrization: str, proxy: d
 
 def target_classes(m: dict, base_width: int, proxy: dict) -> dict[str, params.ParamClass]:
     """{role: ParamClass} at the target, against the proxies' base model: the same
-    classification the proxy family trains with (`transfer.outputs.params`). The base fan-ins are the
+    classification the proxy family trains with (`transfer.core.params`). The base fan-ins are the
     proxy's own — its ffn ratio, not the target's — so a pinned `proxy.ffn_ratio` gives the MLP
     down-projection its own width multiplier instead of d_model's."""
     base_depth, _, m_l = _depth(m, proxy)
@@ -98,7 +98,7 @@ def target_classes(m: dict, base_width: int, proxy: dict) -> dict[str, params.Pa
 def param_groups(m: dict, mup: dict, w: dict, train: dict | None = None,
                  proxy: dict | None = None) -> list[dict]:
     """μP's Adam groups at the target: one per distinct (kind, block, fan-in) of
-    `transfer.outputs.params` (e.g. `hidden_attn`, `hidden_mlp_in`, `hidden_mlp_down`, `embedding`,
+    `transfer.core.params` (e.g. `hidden_attn`, `hidden_mlp_in`, `hidden_mlp_down`, `embedding`,
     `readout`, `vector_block`, `vector_final`), each with its width and depth factors.
 
     `lr_transferred` is the μP value of the tuned lr; `lr` is what to launch with: the same
@@ -280,8 +280,8 @@ def _normalise_extra(extra: list | None) -> list[dict]:
 def _scaling(scaling_conf: Mapping | Any | None) -> dict:
     """The scaling rule set as a plain dict: conf/scaling's, or ScalingConf's defaults."""
     # the schema's defaults are the one source; imported here, not at the top, because
-    # transfer.plan.config registers with Hydra and the emitter is plain Python without it
-    from transfer.plan.config import ScalingConf
+    # transfer.core.config registers with Hydra and the emitter is plain Python without it
+    from transfer.core.config import ScalingConf
 
     if scaling_conf is None:
         return as_dict(ScalingConf())

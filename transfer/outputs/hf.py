@@ -5,7 +5,7 @@ embedding output by `embedding_multiplier`, scales q·k by `attention_multiplier
 1/sqrt(d_head)), multiplies each residual branch (attention and MLP) by `residual_multiplier`
 (CompleteP's m_L^-α, `mup.residual_mult`), and *divides* the
 logits by `logits_scaling` (modeling_granite.py: `logits = logits / self.config.logits_scaling`).
-The values are the ones target.yaml already holds (computed by `transfer.outputs.rules`); this module only
+The values are the ones target.yaml already holds (computed by `transfer.core.rules`); this module only
 renames them. Per-group init σ and learning rates do not fit in a config: `transfer.outputs.apply` sets
 them. `config_dict` is plain Python; only `granite_config` and `write_config` need transformers.
 """

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from transfer.core.config import validation_width
 from transfer.outputs.summary import is_mup
-from transfer.plan.config import validation_width
 
 
 def fmt(x: Any) -> str:

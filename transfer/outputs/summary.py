@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from transfer.verdict.judge import Verdict
+from transfer.verdict.judge import Verdict, verdict_lines
 
 if TYPE_CHECKING:  # a type only: the summary needs no Optuna
     from transfer.search import StageSummary
@@ -57,7 +57,7 @@ def is_mup(target: Mapping) -> bool:
 
 def not_transferred_line(target: Mapping) -> str:
     """target.yaml's `provenance.not_transferred`, by name: each item's reason is there, and the
-    named rule that set each value (transfer.outputs.scaling) is in `train.provenance`."""
+    named rule that set each value (transfer.core.scaling) is in `train.provenance`."""
     items = (target.get("provenance") or {}).get("not_transferred") or []
     names = list(dict.fromkeys(i["name"] for i in items))  # in order, each once
     head = "not transferred by μP" if is_mup(target) else "not transferred (SP proxies: no value is μP-transferred)"
@@ -81,29 +81,3 @@ def lr_line(target: Mapping) -> str:
             + ("; the interval spans width only (the target's depth is not in it: target.yaml "
                "provenance.lr.interval_spans)"
                if str(lr.get("interval_spans", "")).startswith("width only") else ""))
-
-
-def verdict_lines(verdict: Verdict) -> list[str]:
-    """The verdict in a few printed lines: drift and gap with their intervals, curvature,
-    coordinate slope, the optimum's trajectory to the target, then every reason."""
-    w0, w1 = verdict.widths[0], verdict.widths[-1]
-    (lo, hi), (glo, ghi) = verdict.drift_ci, verdict.loss_gap_ci
-    ex = verdict.extrapolation
-    lines = [f"   validation   {verdict.outcome.upper()}: drift {verdict.drift_log2:+.2f} "
-             f"[{lo:+.2f}, {hi:+.2f}] log2(lr) ({w0}→{w1}, tol ±{verdict.tolerance_log2}), "
-             f"gap {verdict.loss_gap:.2%} [{glo:.2%}, {ghi:.2%}] "
-             f"({verdict.confidence:.0%} intervals), curvature S/N "
-             f"{verdict.curvature_snr:.1f}, coord slope "
-             f"{verdict.coord_check.get('max_abs_slope', math.nan):.2f}"]
-    t = verdict.trajectory
-    if t:
-        optima = ", ".join(f"{w}: {x:.2f}" for w, x in zip(t["widths"], t["vertices"]))
-        lo, hi = t["interval"]
-        lines.append(f"     optimum (log2 lr) by width {optima}; at width {t['target_width']} "
-                     f"({ex['extrapolated_octaves']:.1f} octaves past the widest) "
-                     f"{t['estimate']:.2f} [{lo:.2f}, {hi:.2f}] ({t['model']}), "
-                     f"models {t['disagreement']:.2f} octave apart")
-    lines += [f"     - {r}" for r in verdict.reasons]
-    if verdict.decide_with:
-        lines.append(f"     to decide it: {verdict.decide_with}")
-    return lines

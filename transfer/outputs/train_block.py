@@ -2,7 +2,7 @@
 
 Batch size, token horizon, warmup, weight decay and the schedule are not width-transferred; the
 emitter (`transfer.outputs.emit`) asks this module for them. Every value comes from a rule of
-`transfer.outputs.scaling` (the set conf/scaling picks), the μP transfer or the proxies' measurements,
+`transfer.core.scaling` (the set conf/scaling picks), the μP transfer or the proxies' measurements,
 and the block's `provenance` names which, key by key.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from transfer.outputs import scaling
-from transfer.plan.config import TrainConf
+from transfer.core import scaling
+from transfer.core.config import TrainConf
 
 __all__ = ["train_block"]
 
@@ -135,7 +135,7 @@ def train_block(m: dict, w: dict, *, p: dict, s: dict, counts: dict, n_gpus: int
         "weight_decay": wd_label, "tau": wd_label,
         "grad_clip": "rule: scaling.grad_clip (Llama 2 recipe; the proxies clip at 1.0)",
         "proxy_reference": "measured on proxies",
-        "extrapolation": "rule: scaling.outside (fitted ranges in transfer/outputs/scaling.py)",
+        "extrapolation": "rule: scaling.outside (fitted ranges in transfer/core/scaling.py)",
         "scaling_rules": "rule: conf/scaling",
     }
     return train

@@ -5,7 +5,7 @@ the target, the plots as PNG bytes, the rendered report, the index row). Each fi
 is written atomically by `transfer.archive`; the index row goes last, so a row that says a run
 is done means its files are there. What each job writes:
 
-- the sweep (`transfer.outputs.assemble`): config.yaml, trials.csv, validation.json (and
+- the sweep (`transfer.run.assemble`): config.yaml, trials.csv, validation.json (and
   validation_depth.json, horizon.json), cost.json, target.yaml, hf/config.json,
   base_shapes.bsh (μP), report.md, plots/;
 - a sweep stopped by its spending cap: config.yaml, trials.csv, cost.json;
@@ -36,8 +36,8 @@ REPORT_PLOTS = (f"{PLOTS}/lr_transfer.png", f"{PLOTS}/lr_trajectory.png", COORD_
 class RunFiles:
     """What goes into a run folder; a field left None (or empty) writes no file."""
 
-    config: dict  # config.yaml: transfer.plan.planner.plain_config
-    trials: pd.DataFrame  # trials.csv: one row per trial (transfer.outputs.assemble.trials_frame)
+    config: dict  # config.yaml: transfer.run.planner.plain_config
+    trials: pd.DataFrame  # trials.csv: one row per trial (transfer.run.assemble.trials_frame)
     row: dict  # the run's index row (Archive.record), recorded after every file
     cost: dict | None = None  # cost.json
     validation: dict | None = None  # validation.json: the width verdict (Verdict.to_dict)

@@ -1,4 +1,4 @@
-"""Stage 1, the plan: the config as typed dataclasses (`config`), the one Hydra compose
-(`compose`), the μP proxy family derived from the target (`family`, or `custom` for a user's
-builder, checked by `audit` against `protocol`), the corpus (`data`) and the run's `Plan`
-(`planner`)."""
+"""A run as a whole, above the stages it orchestrates: the config → `Plan` (`planner`, with a
+user's builder checked in `custom`), the run's lock (`locks`) and local worker processes
+(`workers`), the warm start from the archive (`reuse`), the time prediction before anything is
+trained (`predict`), and the finalisation that judges and writes (`assemble`)."""

@@ -12,15 +12,15 @@ import time
 
 import pandas as pd
 
-from transfer.outputs import cost as costs
+from transfer.core import cost as costs
+from transfer.core.errors import EXIT_OK, EXIT_REJECTED, verdict_exit_code
+from transfer.core.hparams import TUNABLE
 from transfer.outputs import summary
 from transfer.outputs.emit import emit_target, interval_spans
 from transfer.outputs.plots import run_plots
 from transfer.outputs.report import render_report
 from transfer.outputs.write import COORD_PLOT, RunFiles, report_plots, write_run
-from transfer.plan.errors import EXIT_OK, EXIT_REJECTED, verdict_exit_code
-from transfer.plan.hparams import TUNABLE
-from transfer.plan.planner import Plan
+from transfer.run.planner import Plan
 from transfer.search import Context, StageSummary, open_study, summarize
 from transfer.verdict import depth, horizon
 from transfer.verdict.checks import Checks, mark_finalized, run_checks
@@ -67,7 +67,7 @@ def _measured(trials: pd.DataFrame, coord_seconds: float) -> dict:
 def _cost(plan: Plan, ctx: Context, trials: pd.DataFrame, stages: list[StageSummary], *,
           coord_seconds: float, started: float, **kw) -> dict:
     """cost.json: the target's cost, the tuning's as measured, this launch's wall time, and
-    its phases as predicted before training and as measured (`transfer.search.predict`)."""
+    its phases as predicted before training and as measured (`transfer.run.predict`)."""
     cfg = ctx.cfg
     pred = ctx.prediction
     c = costs.cost_report(
@@ -152,7 +152,7 @@ def _proxy_block(plan: Plan) -> dict:
             "kv_group": d["kv_group"], "data": plan.corpus.source,
             "grid_widths": plan.proxies.widths(),
             "weight_decay_rule": plan.config.train.weight_decay_rule,
-            # what the emitter classifies the target against (transfer.outputs.params)
+            # what the emitter classifies the target against (transfer.core.params)
             **{k: d[k] for k in ("ffn_ratio", "depth_alpha", "base_depth") if k in d},
             "tokens_per_trial": int(plan.config.train.tokens),
             "zero_init_query": plan.proxies.family.zero_init_query,

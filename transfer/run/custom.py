@@ -3,7 +3,7 @@ transfer.cli.validate` checks before anything trains.
 
 builder → input checks → audit (shapes only; `AuditFailed` lists every finding) → output probe
 → the `ProxyPlan` of `proxies.custom.CustomFamily` wrapping the builder. The sweep's
-counterpart is `transfer.plan.family` (`plan_proxies` + `instantiate_family`); `transfer.plan.planner`
+counterpart is `transfer.search.family` (`plan_proxies` + `instantiate_family`); `transfer.run.planner`
 turns either into a run's `Plan`.
 """
 
@@ -15,20 +15,20 @@ import functools
 from collections.abc import Callable
 
 from proxies.registry import size as proxy_size
-from transfer.plan.audit import (
+from transfer.core.audit import (
     AuditFailed,
     audit,
     check_signature,
     probe_output,
     resolve_builder,
 )
-from transfer.plan.compose import locate_object
-from transfer.plan.config import Config, ProxyConf, check_config
-from transfer.plan.config import validation_width as resolved_validation_width
-from transfer.plan.data import Corpus, load_corpus
-from transfer.plan.errors import UserError
-from transfer.plan.family import ProxyPlan
-from transfer.plan.hparams import MODEL_HPARAMS
+from transfer.core.compose import locate_object
+from transfer.core.config import Config, ProxyConf, check_config
+from transfer.core.config import validation_width as resolved_validation_width
+from transfer.core.data import Corpus, load_corpus
+from transfer.core.errors import UserError
+from transfer.core.hparams import MODEL_HPARAMS
+from transfer.search.family import ProxyPlan
 
 # The family wrapping a user's builder. Named, not imported: `transfer` reaches proxy families
 # through a `_target_` only.

@@ -2,13 +2,13 @@
 
 A `Plan` is the config, the proxies (family and widths), the corpus, and the run's fingerprint,
 name and archive. `plan_sweep` plans the built-in family's run (`python -m transfer.sweep`),
-`plan_custom` a user's builder's (`python -m transfer.validate`, checks in `transfer.plan.custom`);
+`plan_custom` a user's builder's (`python -m transfer.validate`, checks in `transfer.run.custom`);
 both end in the same tail (fingerprint, name, archive, writable check). Everything a user can
 get wrong is raised here, as a `UserError`, before anything is written. `make_context` then
 gives the plan's stages and grids their `Context`, which carries the config as plain `Config`
 dataclasses (`Plan.config`). Both planners take a `Config` (or a composed config, which
-`transfer.plan.compose.as_config` turns into one first): Hydra's DictConfig stays in
-`transfer.cli` and `transfer.plan.compose`.
+`transfer.core.compose.as_config` turns into one first): Hydra's DictConfig stays in
+`transfer.cli` and `transfer.core.compose`.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from pathlib import Path
 import optuna
 
 from transfer.archive import Archive, code_hashes, fingerprint, library_versions
-from transfer.plan.compose import as_config
-from transfer.plan.config import Config, check_config
-from transfer.plan.custom import custom_proxies
-from transfer.plan.data import Corpus, load_corpus
-from transfer.plan.errors import UserError
-from transfer.plan.family import ProxyPlan, instantiate_family, plan_proxies
+from transfer.core.compose import as_config
+from transfer.core.config import Config, check_config
+from transfer.core.data import Corpus, load_corpus
+from transfer.core.errors import UserError
+from transfer.run.custom import custom_proxies
+from transfer.run.locks import run_lock
 from transfer.search import Context
-from transfer.search.locks import run_lock
+from transfer.search.family import ProxyPlan, instantiate_family, plan_proxies
 from transfer.search.progress import Progress
 
 
@@ -80,7 +80,7 @@ def plan_sweep(cfg) -> Plan:
 
 def plan_custom(cfg, *, build: Callable | None = None) -> Plan:
     """A custom model's plan for `cfg` (a `Config`, or a composed config): every input check,
-    the audit and the output probe (`transfer.plan.custom`); touches nothing on disk. Raises
+    the audit and the output probe (`transfer.run.custom`); touches nothing on disk. Raises
     `AuditFailed` or another UserError."""
     cfg, proxies, corpus = custom_proxies(as_config(cfg), build=build)
     payload = plain_config(cfg, proxies.derived)

@@ -26,15 +26,15 @@ and horizon grids' included) and trials stopped by divergence. `extension_cap_se
 most the extensions can add (every grid extended `max_extend` steps on both sides at every
 width), printed beside the prediction; cost.json's
 `trial_timing` says afterwards how many trials each phase ran and how their measured seconds
-compared with their probes' (`transfer.outputs.assemble`), which separates the two kinds of miss.
+compared with their probes' (`transfer.run.assemble`), which separates the two kinds of miss.
 """
 
 from __future__ import annotations
 
 import math
 
-from transfer.outputs import cost as costs
-from transfer.plan.planner import Plan
+from transfer.core import cost as costs
+from transfer.run.planner import Plan
 from transfer.search import Context, default_hparams, n_finished, open_study, predict_seconds
 from transfer.search.stages import expected_trial_seconds
 from transfer.verdict import depth, horizon

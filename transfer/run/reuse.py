@@ -15,7 +15,7 @@ import optuna
 
 from transfer.archive import changed_parts, newest_first
 from transfer.outputs.write import COORD_PLOT
-from transfer.plan.planner import Plan
+from transfer.run.planner import Plan
 from transfer.search import FINISHED
 from transfer.search.storage import FINALIZE_CLAIM, JOURNAL_FILE, make_storage
 

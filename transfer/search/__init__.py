@@ -1,14 +1,18 @@
-"""The staged Optuna search on the smallest proxy, one concept per module.
+"""Training one proxy and the staged Optuna search on the smallest ones, one concept per module.
 
+    family    the μP proxy family derived from the target (ProxyPlan)
+    progress  progress lines and the ETA
     context   Context (what every worker carries), BudgetStop
     space     a stage's search space; the one place that reads ParamConf.type
+    trainer   one proxy training, measured
     training  one proxy training from the config and a trial's hyperparameters
     probe     the timing probe that predicts a trial's seconds
+    storage   journal file or PostgreSQL storage; owner processes of trials
+    phases    wall seconds measured per phase
     studies   a stage's study (name, sampler, pruner), orphaned trials, its best trial
     cap       the spending cap, checked before every trial
     trial     taking, training and telling one trial under the run lock
     stages    the stages in order, seeded with what is known, and their summaries
-    workers   local worker processes sharing the cores
 
 Imports flow down this list: a module imports only modules above it.
 """
@@ -47,7 +51,6 @@ from transfer.search.studies import (
 )
 from transfer.search.training import run_training, train_spec
 from transfer.search.trial import run_one, take_trial, work
-from transfer.search.workers import resolve_workers, start_workers, threads_per_process
 
 __all__ = [
     "FINISHED",
@@ -78,13 +81,10 @@ __all__ = [
     "seed_stage",
     "stage_space",
     "nearest_choices",
-    "start_workers",
     "study_name",
     "suggest",
     "summarize",
     "take_trial",
-    "threads_per_process",
-    "resolve_workers",
     "train_spec",
     "work",
 ]

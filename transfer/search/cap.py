@@ -1,12 +1,12 @@
 """The spending cap while the run trains: checked before every trial, on what was spent.
 
-`transfer.outputs.cost.check_cap` refuses to *start* on the predicted cost; this stops a running sweep
-on the measured one. Both compare against the cap through `transfer.outputs.cost.cap_message`.
+`transfer.core.cost.check_cap` refuses to *start* on the predicted cost; this stops a running sweep
+on the measured one. Both compare against the cap through `transfer.core.cost.cap_message`.
 """
 
 from __future__ import annotations
 
-from transfer.outputs.cost import cap_message
+from transfer.core.cost import cap_message
 from transfer.search.context import BudgetStop, Context
 
 

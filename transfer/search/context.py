@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from transfer.plan.config import Config
-from transfer.plan.errors import UserError
-from transfer.plan.family import ProxyPlan
+from transfer.core.config import Config
+from transfer.core.errors import UserError
+from transfer.search.family import ProxyPlan
 from transfer.search.progress import Progress
 
 
@@ -20,7 +20,7 @@ class BudgetStop(UserError):
 class Context:
     """Everything a worker needs; plain values plus the storage and the lock."""
 
-    cfg: Config  # the resolved config as plain dataclasses (transfer.plan.planner.make_context)
+    cfg: Config  # the resolved config as plain dataclasses (transfer.run.planner.make_context)
     proxies: ProxyPlan  # the family and its widths
     corpus: Any
     storage: Any
@@ -32,4 +32,4 @@ class Context:
     spent: Callable[[], tuple[float, float]] | None = None  # (seconds, flops) so far, all workers
     probes: dict = field(default_factory=dict)  # (width, batch size) -> timings (probe.py)
     phases: dict = field(default_factory=dict)  # phase -> wall seconds (transfer.search.phases)
-    prediction: dict | None = None  # transfer.search.predict.predict_run, made before training
+    prediction: dict | None = None  # transfer.run.predict.predict_run, made before training

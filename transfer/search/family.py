@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from proxies.registry import size as proxy_size
-from transfer.plan.compose import instantiate
-from transfer.plan.config import Config
-from transfer.plan.config import grid_widths as resolved_grid_widths
-from transfer.plan.config import validation_width as resolved_validation_width
-from transfer.plan.errors import UserError
-from transfer.plan.hparams import MODEL_HPARAMS
-from transfer.plan.protocol import ProxyFamily, missing_members
+from transfer.core.compose import instantiate
+from transfer.core.config import Config
+from transfer.core.config import grid_widths as resolved_grid_widths
+from transfer.core.config import validation_width as resolved_validation_width
+from transfer.core.errors import UserError
+from transfer.core.hparams import MODEL_HPARAMS
+from transfer.core.protocol import ProxyFamily, missing_members
 
 # Depth-rule settings the sweep passes to the family (CompleteP's α and the base depth).
 DEPTH_HPARAMS = ("depth_alpha", "base_depth")
@@ -109,7 +109,7 @@ def instantiate_family(cfg: Config, plan: ProxyPlan, vocab_size: int) -> ProxyPl
     if missing := missing_members(family):
         raise UserError(f"proxy.builder._target_={builder.get('_target_')!r} built a "
                         f"{type(family).__name__}, which lacks {', '.join(missing)}: a proxy "
-                        "family implements every member of transfer.plan.protocol.ProxyFamily")
+                        "family implements every member of transfer.core.protocol.ProxyFamily")
     for name, w in (("proxy.width", plan.width), ("proxy.validation_width", plan.validation_width),
                     *(("proxy.grid_widths", w) for w in plan.grid_widths)):
         try:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import optuna
 
-from transfer.plan.family import MODEL_HPARAMS
+from transfer.search.family import MODEL_HPARAMS
 
 
 def default_hparams(cfg) -> dict:

@@ -13,7 +13,7 @@ from datetime import datetime
 import optuna
 from optuna.trial import TrialState
 
-from transfer.plan.errors import UserError
+from transfer.core.errors import UserError
 from transfer.search.context import Context
 from transfer.search.probe import predict_seconds, running_seconds, unfinished
 from transfer.search.space import (
@@ -87,7 +87,7 @@ def stage_layout(space: dict, hp: dict, trials: int, *, has_previous: bool
     best, copied in, else None; the trials queued after it). A stage over one categorical
     parameter (batch size) queues its other choices nearest to the incumbent, as many as its
     trials allow; any other stage queues nothing (its trials are sampled). `seed_stage` lays a
-    stage out by this, and `transfer.search.predict` prices it by the same answer."""
+    stage out by this, and `transfer.run.predict` prices it by the same answer."""
     incumbent = incumbent_of(space, hp)
     copied = incumbent if has_previous and len(incumbent) == len(space) else None
     queued: list[dict] = []
@@ -111,7 +111,7 @@ def trial_prices(ctx: Context, hp: dict, index: int, name: str) -> list[Price]:
     0 s for the copied incumbent, each queued choice probed at its own shape, the sampled ones
     at `hp`'s; with a pruner, a trial past its start-up is stopped with probability ½ at its
     first eligible evaluation and then costs that share. The stage's ETA reads these (its
-    expected makespan, `transfer.search.progress`); `transfer.search.predict` their means."""
+    expected makespan, `transfer.search.progress`); `transfer.run.predict` their means."""
     cfg = ctx.cfg
     n = int(cfg.stages.stage[name].trials)
     space = stage_space(cfg, name, hp)

@@ -20,8 +20,8 @@ from optuna.exceptions import ExperimentalWarning
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from transfer.plan.config import StorageConf
-from transfer.plan.errors import UserError
+from transfer.core.config import StorageConf
+from transfer.core.errors import UserError
 
 ENV_URL = "TRANSFER_STORAGE_URL"
 JOURNAL_FILE = "study.journal"

@@ -18,8 +18,8 @@ from typing import Protocol, runtime_checkable
 import torch
 import torch.nn.functional as F
 
-from transfer.plan.data import Corpus, eval_batches, sample_batch
-from transfer.plan.protocol import ProxyFamily
+from transfer.core.data import Corpus, eval_batches, sample_batch
+from transfer.core.protocol import ProxyFamily
 
 SCHEDULES = ("cosine", "linear")
 
@@ -35,7 +35,7 @@ class TrainSpec:
     min_lr_fraction: float = 0.1
     weight_decay: float = 0.0  # regularisation does not transfer under μP; off by default
     betas: tuple[float, float] = (0.9, 0.95)
-    eps: float = 1e-8  # Adam ε at base width and depth; per group by the rules (transfer.outputs.params)
+    eps: float = 1e-8  # Adam ε at base width and depth; per group by the rules (transfer.core.params)
     grad_clip: float = 1.0
     n_evals: int = 4  # intermediate validation points (the last one is the final loss)
     eval_batches: int = 8  # fixed held-out set = eval_batches × eval_batch_size windows
@@ -101,7 +101,7 @@ def pick_device(device: str = "auto") -> torch.device:
 @runtime_checkable
 class GroupedFamily(Protocol):
     """A family that classifies its own parameters (proxies.TransformerFamily): its AdamW groups
-    carry the width and depth rules and per-group ε (transfer.outputs.params)."""
+    carry the width and depth rules and per-group ε (transfer.core.params)."""
 
     def param_groups(self, model: torch.nn.Module, *, lr: float, weight_decay: float = 0.0,
                      eps: float = 1e-8) -> list[dict]: ...

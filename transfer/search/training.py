@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from transfer.outputs import scaling
-from transfer.plan.errors import UserError
-from transfer.plan.family import MODEL_HPARAMS
+from transfer.core import scaling
+from transfer.core.errors import UserError
 from transfer.search.context import Context
+from transfer.search.family import MODEL_HPARAMS
 from transfer.search.trainer import TrainResult, TrainSpec, train
 
 # Below this many steps the timescale rule's per-step decay η·λ = 1/(τ·steps) exceeds ½ at the

@@ -7,7 +7,7 @@ worker that claims the run under the run lock then judges each check (`run_check
 coordinate checks, the verdicts, the horizon's measured exponent.
 
 Measurements and verdicts only: the figures are drawn from them by `transfer.outputs.plots`,
-the files written by `transfer.outputs.assemble`.
+the files written by `transfer.run.assemble`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from transfer.search.phases import timed
 from transfer.search.storage import FINALIZE_CLAIM, owner_alive, this_process
 from transfer.verdict import depth, horizon
 from transfer.verdict.coord import CoordResult
-from transfer.verdict.judge import Verdict
+from transfer.verdict.judge import Verdict, verdict_lines
 from transfer.verdict.width import judge_study, run_coord_check, run_grid
 
 __all__ = ["CHECKS", "Check", "Checks", "enabled_checks", "mark_finalized", "run_checks",
@@ -71,8 +71,6 @@ def _horizon_judge(ctx, hp, study, target, coord_plotted):
 
 
 def _width_lines(verdict: Verdict, extra) -> list[str]:
-    from transfer.outputs.summary import verdict_lines  # printing lives with the outputs
-
     return verdict_lines(verdict)
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from transfer.plan.data import Corpus, sample_batch
+from transfer.core.data import Corpus, sample_batch
 from transfer.search.trainer import TrainSpec, make_optimizer
 
 LOGITS = "logits"  # kind name of the model's own output (the root module)

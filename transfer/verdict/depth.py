@@ -15,7 +15,7 @@ import math
 
 import optuna
 
-from transfer.plan.hparams import MODEL_HPARAMS
+from transfer.core.hparams import MODEL_HPARAMS
 from transfer.search import Context
 from transfer.verdict.axis_grid import Axis, run_axis_grid
 from transfer.verdict.coord import CoordResult, depth_coord_check
@@ -73,7 +73,7 @@ def run_depth_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optuna.
 
 def coord_depths(ctx: Context) -> list[int]:
     """The depths the depth coordinate check trains: `validation.coord_depths`, or L0 × 1, 2, 4
-    and the deep proxy's (`transfer.search.predict` prices the same list)."""
+    and the deep proxy's (`transfer.run.predict` prices the same list)."""
     l0, l1 = depths(ctx)
     return sorted(set(ctx.cfg.validation.coord_depths or [l0, 2 * l0, 4 * l0, l1]))
 

@@ -30,7 +30,7 @@ import math
 
 import optuna
 
-from transfer.outputs import scaling
+from transfer.core import scaling
 from transfer.search import Context
 from transfer.verdict.axis_grid import Axis, run_axis_grid
 from transfer.verdict.judge import Verdict, judge

@@ -313,3 +313,29 @@ def _trajectory_rules(t, limits: Limits, unk: list[str]) -> None:
         unk.append(f"the trajectory models disagree at {at} by {t.disagreement:.2f} octave "
                    f"({t.model} {t.estimate:.2f}, {other} {t.models[other]['estimate']:.2f}), "
                    f"more than ±{tol}: the extrapolation depends on the model")
+
+
+def verdict_lines(verdict: Verdict) -> list[str]:
+    """The verdict in a few printed lines: drift and gap with their intervals, curvature,
+    coordinate slope, the optimum's trajectory to the target, then every reason."""
+    w0, w1 = verdict.widths[0], verdict.widths[-1]
+    (lo, hi), (glo, ghi) = verdict.drift_ci, verdict.loss_gap_ci
+    ex = verdict.extrapolation
+    lines = [f"   validation   {verdict.outcome.upper()}: drift {verdict.drift_log2:+.2f} "
+             f"[{lo:+.2f}, {hi:+.2f}] log2(lr) ({w0}→{w1}, tol ±{verdict.tolerance_log2}), "
+             f"gap {verdict.loss_gap:.2%} [{glo:.2%}, {ghi:.2%}] "
+             f"({verdict.confidence:.0%} intervals), curvature S/N "
+             f"{verdict.curvature_snr:.1f}, coord slope "
+             f"{verdict.coord_check.get('max_abs_slope', math.nan):.2f}"]
+    t = verdict.trajectory
+    if t:
+        optima = ", ".join(f"{w}: {x:.2f}" for w, x in zip(t["widths"], t["vertices"]))
+        lo, hi = t["interval"]
+        lines.append(f"     optimum (log2 lr) by width {optima}; at width {t['target_width']} "
+                     f"({ex['extrapolated_octaves']:.1f} octaves past the widest) "
+                     f"{t['estimate']:.2f} [{lo:.2f}, {hi:.2f}] ({t['model']}), "
+                     f"models {t['disagreement']:.2f} octave apart")
+    lines += [f"     - {r}" for r in verdict.reasons]
+    if verdict.decide_with:
+        lines.append(f"     to decide it: {verdict.decide_with}")
+    return lines

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import optuna
 from optuna.trial import TrialState
 
-from transfer.plan.hparams import MODEL_HPARAMS
+from transfer.core.hparams import MODEL_HPARAMS
 from transfer.search import Context, n_finished, predict_seconds, queued_trials, run_one, work
 from transfer.search.probe import enqueued_params, measured_ratios
 from transfer.search.progress import RANGE, Left, Span, makespan
@@ -115,7 +115,7 @@ def extension_rounds(ctx: Context, study: optuna.Study | None, center: float
     sits where the parametrization's theory puts it (`curves.extension_odds` at
     `trajectory.prior_offset`: none under μP, an octave lower per doubling under SP), given
     what the width's curve has measured so far (`curves.rounds_left`). Prices time only (the
-    ETA and `transfer.search.predict`); the verdict never reads it."""
+    ETA and `transfer.run.predict`); the verdict never reads it."""
     v = ctx.cfg.validation
     widths = ctx.proxies.widths()
     first = set(grid(center, v.points, v.step_log2))
@@ -236,7 +236,7 @@ def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
 
 def coord_widths(ctx: Context) -> list[int]:
     """The widths the coordinate check trains: `validation.coord_widths` that the family can
-    build (`transfer.search.predict` prices the same list)."""
+    build (`transfer.run.predict` prices the same list)."""
     widths = []
     for w in ctx.cfg.validation.coord_widths:
         try:
