@@ -45,6 +45,7 @@ import numpy as np
 
 from transfer.verdict.curves import extend_each, extend_points, grid, mean_curve
 from transfer.verdict.judge import Limits, judge
+from transfer.verdict.rounds import look_confidence, plan_round
 from transfer.verdict.width import limits_from, lr_bounds
 
 COORD_OK = {"passed": True, "max_abs_slope": 0.0}  # the lr verdict alone is measured here
@@ -60,6 +61,7 @@ class Noise:
     seed_offset_std: float = 0.01  # level offset per seed, shared by all points
     curvature: float = 0.058  # nats per octave² below the optimum
     asymmetry: float = 1.5  # curvature above the optimum / below it (the 256 curve: ~1.2)
+    flat: float = 0.0  # half-width of a flat bottom around the optimum, in octaves
     pick_std: float = 0.4  # octaves: the stage's pick around the narrow optimum
 
     @classmethod
@@ -72,12 +74,13 @@ class Noise:
                    curvature=float(v["curvature"]))
 
 
-def loss(x: np.ndarray, v: float, a: float, asym: float) -> np.ndarray:
+def loss(x: np.ndarray, v: float, a: float, asym: float, flat: float = 0.0) -> np.ndarray:
     d = x - v
+    d = np.sign(d) * np.maximum(np.abs(d) - flat, 0.0)  # a flat bottom `flat` either side
     return np.where(d > 0, asym * a, a) * d * d
 
 
-TRUTHS = ("mup", "converging", "sp", "flat", "drifting")
+TRUTHS = ("mup", "converging", "sp", "flat", "drifting", "sp_adam", "borderline")
 
 
 def vertex_law(truth: str, v0: float, w0: int):
@@ -86,7 +89,7 @@ def vertex_law(truth: str, v0: float, w0: int):
     doubling (SP); none (flat); −0.5 per doubling on a shallow curve (drifting)."""
     if truth == "converging":
         return lambda w: v0 + 1.0 * (1 - (w / w0) ** -0.5)
-    slope = {"sp": -0.6, "drifting": -0.5}.get(truth, 0.0)
+    slope = {"sp": -0.6, "drifting": -0.5, "sp_adam": -1.0, "borderline": -0.3}.get(truth, 0.0)
     return lambda w: v0 + slope * math.log2(w / w0)
 
 
@@ -113,7 +116,7 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
     curves = {w: [] for w in widths}
 
     def add(w, points):
-        base = loss(np.asarray(points), vertex[w], a, noise.asymmetry) + levels[w]
+        base = loss(np.asarray(points), vertex[w], a, noise.asymmetry, noise.flat) + levels[w]
         for x, y in zip(points, base):
             curves[w].append((x, list(y + offsets[w]
                                       + rng.normal(0, noise.point_std, design["seeds"]))))
@@ -152,6 +155,26 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
             add(w, grid(centre, points_wide, step))
         extend(widths, lims)
     v = judge(curves, None, centre, limits, COORD_OK)
+    rounds = design.get("rounds")  # (max rounds, extra budget in narrow-trial seconds)
+    looks, budget = 1, (rounds or (0, 0.0))[1]
+    while rounds and looks <= rounds[0] and v.more_data_decides:
+        seeds = {w: len(curves[w][0][1]) for w in widths}
+        per_seed = {w: math.ceil(len(curves[w]) / design["workers"]) * design["trial_cost"][w]
+                    for w in widths}  # one more seed at every point, on the workers
+        plan = plan_round(v, base_confidence=design["confidence"], looks=looks, seeds=seeds,
+                          add=design["seeds"], seconds_per_seed=per_seed, left=budget)
+        if plan is None:
+            break
+        chosen, n = plan
+        for w in chosen:  # n more seeds at every point of the width, new offsets
+            budget -= n * per_seed[w]
+            off = rng.normal(0, noise.seed_offset_std, n)
+            for x, ys in curves[w]:
+                base = loss(np.asarray([x]), vertex[w], a, noise.asymmetry, noise.flat)[0]
+                ys.extend(base + levels[w] + off + rng.normal(0, noise.point_std, n))
+        looks += 1
+        v = judge(curves, None, centre, replace(limits, confidence=look_confidence(
+            design["confidence"], looks)), COORD_OK)
     # The rule before issue 13: point estimates inside the limits, every optimum bracketed.
     old = (math.isfinite(v.drift_log2) and abs(v.drift_log2) <= limits.tolerance_log2
            and v.loss_gap <= limits.max_gap and all(v.bracketed.values()))
@@ -160,6 +183,57 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
     return (v.outcome, old, v.drift_log2, len(curves[w0]), sum(len(curves[w]) for w in wide),
             t.get("estimate", math.nan), t.get("interval", [math.nan, math.nan]),
             law(target) if target else math.nan)
+
+
+# The curve families the coverage table measures (issue 35): (truth, asymmetry, flat bottom,
+# the parametrization whose trajectory model is emitted).
+FAMILIES = {
+    "symmetric": ("mup", 1.0, 0.0, "mup"),
+    "asymmetric 1.5": ("mup", 1.5, 0.0, "mup"),
+    "asymmetric 2": ("mup", 2.0, 0.0, "mup"),
+    "flat-bottomed": ("mup", 1.5, 0.5, "mup"),
+    "drifting optimum": ("converging", 1.5, 0.0, "mup"),
+    "SP-like": ("sp_adam", 1.5, 0.0, "sp"),
+}
+
+
+def coverage(families, noise: Noise, design: dict, budget: str, model: str, draws: int,
+             seed: int) -> list[dict]:
+    """Per family: how often the emitted interval at the target covers the true optimum
+    there, its mean width, the estimate's mean error (bias) and rms error, and the verdicts."""
+    rows = []
+    for name in families:
+        truth, asym, flat, param = FAMILIES[name]
+        _, limits = design_of(budget, model, param)
+        rng = np.random.default_rng(seed)
+        nz = replace(noise, asymmetry=asym, flat=flat)
+        cover, widths, errs, outcomes = 0, [], [], Counter()
+        for _ in range(draws):
+            outcome, _, _, _, _, est, (lo, hi), true = draw(truth, -7.0, nz, design, limits, rng)
+            outcomes[outcome] += 1
+            cover += lo <= true <= hi
+            widths.append(hi - lo)
+            if math.isfinite(est):
+                errs.append(est - true)
+        w = np.asarray(widths)
+        rows.append({"family": name, "sigma": noise.point_std, "draws": draws,
+                     "coverage": cover / draws,
+                     "width_median": float(np.median(w)),
+                     "finite": float(np.isfinite(w).mean()),
+                     "bias": float(np.mean(errs)) if errs else math.nan,
+                     "rms": float(np.sqrt(np.mean(np.square(errs)))) if errs else math.nan,
+                     **{k: outcomes[k] / draws for k in ("passed", "rejected", "inconclusive")}})
+    return rows
+
+
+def print_coverage(rows: list[dict]) -> None:
+    print("| family | point σ | coverage of the 90 % interval | median width (octaves) | "
+          "bias (octaves) | rms error | pass / reject / inconclusive |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['family']} | {r['sigma']:.3f} | {r['coverage']:.1%} | "
+              f"{r['width_median']:.2f} | {r['bias']:+.3f} | {r['rms']:.2f} | "
+              f"{r['passed']:.0%} / {r['rejected']:.0%} / {r['inconclusive']:.0%} |")
 
 
 def design_of(budget: str, model: str = "3b", parametrization: str = "mup"
@@ -173,7 +247,8 @@ def design_of(budget: str, model: str = "3b", parametrization: str = "mup"
     v, p = cfg.validation, cfg.proxy
     design = {"widths": tuple(grid_widths(p)), "points": v.points,
               "extend_each": True,  # the pipeline's extension: only the width that needs it
-              "step": v.step_log2, "seeds": v.seeds, "max_extend": v.max_extend}
+              "step": v.step_log2, "seeds": v.seeds, "max_extend": v.max_extend,
+              "confidence": v.confidence, "max_extra_seconds": v.max_extra_seconds}
     return design, limits_from(v, target_width=int(cfg.model.d_model),
                                parametrization=parametrization)
 
@@ -199,8 +274,43 @@ def main(argv=None) -> None:
                     help="seconds of one wide trial / one narrow trial, for the cost column "
                          "(the default: a default-budget run's probes on 2 CPU cores, 47.2 s at "
                          "width 256 / 8.5 s at width 64, cost.json prediction.trial_seconds)")
+    ap.add_argument("--coverage", action="store_true",
+                    help="the coverage table instead (issue 35): every curve family at the "
+                         "point σ of --sigmas")
+    ap.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
+    ap.add_argument("--sigmas", nargs="+", type=float, default=[0.025, 0.05],
+                    help="point σ for --coverage (default: the default runs' 0.020-0.030, and "
+                         "twice that)")
+    ap.add_argument("--json", type=Path, default=None, help="--coverage rows as JSON")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="also measure more where it decides (issue 35): up to this many seed "
+                         "rounds within --extra-seconds, each look at 1 − α/k")
+    ap.add_argument("--extra-seconds", type=float, default=None,
+                    help="the rounds' budget in seconds (default: the budget's "
+                         "validation.max_extra_seconds)")
+    ap.add_argument("--trial-seconds", type=float, nargs="+", default=[10.0, 25.0, 70.0],
+                    help="seconds of one trial at each grid width, narrowest first (default: "
+                         "a default-budget run on 2 CPU cores, width 64 / 128 / 256)")
+    ap.add_argument("--workers", type=int, default=2, help="workers the rounds' trials share")
     args = ap.parse_args(argv)
     design, limits = design_of(args.budget, args.model)
+    if args.rounds:
+        extra = (args.extra_seconds if args.extra_seconds is not None
+                 else design["max_extra_seconds"])
+        design["rounds"] = (args.rounds, extra)
+        design["trial_cost"] = dict(zip(design["widths"], args.trial_seconds))
+        design["workers"] = args.workers
+    if args.coverage:
+        rows = []
+        for sigma in args.sigmas:
+            rows += coverage(args.families, Noise(point_std=sigma), design, args.budget,
+                             args.model, args.draws, args.seed)
+        print(f"budget={args.budget}: widths {design['widths']}, target width "
+              f"{limits.target_width}, {args.draws} draws per row")
+        print_coverage(rows)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1))
+        return
     if args.seeds:
         design["seeds"] = args.seeds
     if args.points:

@@ -80,13 +80,27 @@ def smoke(tmp_path_factory) -> tuple[int, Path]:
     return code, only_run(archive)
 
 
+def test_the_readme_plumbing_check_cannot_tell(tmp_path):
+    """`python -m transfer.sweep model=tiny budget=smoke`, as the README gives it: one seed and
+    a curvature S/N under 3 cannot carry a rejection; it ends inconclusive (exit 4), and the
+    reasons name what is missing (it ended REJECTED, exit 3, before issue 35)."""
+    archive = tmp_path / "sweeps"
+    code = sweep(compose_cfg(["model=tiny", "budget=smoke", f"archive_dir={archive}"]))
+    verdict = json.loads((only_run(archive) / "validation.json").read_text())
+    assert (code, verdict["outcome"], verdict["rejected_because"]) == (4, "inconclusive", [])
+    assert any("seed" in r for r in verdict["inconclusive_because"])
+
+
 def test_smoke_exit_code_is_the_verdict(smoke):
     code, run_dir = smoke
     verdict = json.loads((run_dir / "validation.json").read_text())
     target = yaml.safe_load((run_dir / "target.yaml").read_text())
     assert code == verdict_exit_code(verdict["outcome"])
-    # budget=smoke never validates: at best it cannot tell (issue 13)
+    # budget=smoke never validates, and with its one seed it cannot reject on the lr curves
+    # either (issue 35: a rejection needs the evidence a pass needs); the coordinate check is
+    # its own measurement (here 16 → 32 wide, 2 steps) and may still reject
     assert verdict["outcome"] in ("inconclusive", "rejected") and code in (4, 3)
+    assert all(r.startswith("coordinate check failed") for r in verdict["rejected_because"])
     assert target["provenance"]["validated"] is False
     assert target["provenance"]["verdict"]["outcome"] == verdict["outcome"]
     assert target["provenance"]["lr"]["tuned_by_stages"] > 0

@@ -21,9 +21,10 @@ COORD_OK = {"passed": True, "max_abs_slope": 0.1}
 
 def curves(v0: float = -7.0, v1: float = -7.0, *, a: float = 0.06, point_noise: float = 0.004,
            seed_offset: float = 0.07, seeds: int = 2, xs=XS, levels=(2.6, 2.45), rng_seed=0,
-           diverge_above: dict | None = None) -> dict:
-    """Seed-mean parabolas with a level offset per seed (shared by every point, as with common
-    seeds) and independent noise per (point, seed)."""
+           diverge_above: dict | None = None, asym: float = 1.0) -> dict:
+    """Seed-mean parabolas (`asym` times as curved above the optimum as below) with a level
+    offset per seed (shared by every point, as with common seeds) and independent noise per
+    (point, seed)."""
     rng = np.random.default_rng(rng_seed)
     out = {}
     for (w, v), level in zip(((64, v0), (256, v1)), levels):
@@ -33,7 +34,8 @@ def curves(v0: float = -7.0, v1: float = -7.0, *, a: float = 0.06, point_noise: 
             if diverge_above and w in diverge_above and x > diverge_above[w]:
                 pts.append((x, [math.nan] * seeds))
                 continue
-            pts.append((x, [a * (x - v) ** 2 + level + offsets[s] + rng.normal(0, point_noise)
+            curv = a * (asym if x > v else 1.0)
+            pts.append((x, [curv * (x - v) ** 2 + level + offsets[s] + rng.normal(0, point_noise)
                             for s in range(seeds)]))
         out[w] = pts
     return out
@@ -99,6 +101,20 @@ def test_wider_is_worse_rejects():
     assert v.wider_minus_narrow_ci[0] > 0
 
 
+def test_an_asymmetric_curve_puts_the_vertex_where_it_is():
+    """Curves twice as steep above the optimum as below: the two-sided fit finds each optimum
+    to a hundredth of an octave, where a symmetric parabola puts it ~0.1 octave low (the bias
+    the intervals did not hold, issue 35), and its interval covers it."""
+    c = curves(v0=-7.0, v1=-7.25, asym=2.0, point_noise=0.0005, seed_offset=0.0)
+    v = verdict(c)
+    assert v.best_log2_lr[64] == pytest.approx(-7.0, abs=0.01)
+    assert v.best_log2_lr[256] == pytest.approx(-7.25, abs=0.01)
+    assert v.drift_ci[0] <= -0.25 <= v.drift_ci[1]
+    plain = joint_fit({w: {"log2_lr": [p[0] for p in pts], "loss": [np.mean(p[1]) for p in pts]}
+                       for w, pts in c.items()}, [64, 256], ratios=(1.0,))
+    assert plain.vertex(64) < -7.05  # the symmetric parabola's bias, for contrast
+
+
 def test_a_wide_model_that_diverges_where_the_narrow_one_trains_rejects():
     v = verdict(curves(diverge_above={256: -7.6}))
     assert v.outcome == REJECTED
@@ -117,6 +133,25 @@ def test_a_flat_curve_is_inconclusive_never_passed():
     v = verdict(curves(a=0.0, point_noise=0.01))
     assert v.outcome == INCONCLUSIVE
     assert any("too flat" in r for r in v.inconclusive_because)
+
+
+def test_no_rejection_below_the_evidence_floor():
+    """The smoke budget's case (issue 35): one seed, and the narrow optimum beyond the grid's
+    high edge, far enough to bound the drift past the tolerance. With two seeds that rejects;
+    with one it cannot, and the reason names what is missing."""
+    far = dict(v0=-4.5, v1=-7.0, a=0.06)
+    assert verdict(curves(**far)).outcome == REJECTED
+    v = verdict(curves(**far, seeds=1))
+    assert v.outcome == INCONCLUSIVE and v.rejected_because == []
+    floor = [r for r in v.inconclusive_because if r.startswith("not rejected on this evidence")]
+    assert floor and "1 seed(s), fewer than 2" in floor[0] and "highest lr" in floor[0]
+
+
+def test_divergence_on_one_seed_is_not_a_rejection():
+    v = verdict(curves(diverge_above={256: -7.6}, seeds=1))
+    assert v.outcome == INCONCLUSIVE
+    assert any(r.startswith("not rejected on 1 seed(s)") and "diverges" in r
+               for r in v.inconclusive_because)
 
 
 def test_one_seed_is_inconclusive():

@@ -169,6 +169,12 @@ class ValidationConf:
     min_points: int = 4  # finite points per width in the fit, fewer: inconclusive
     min_curvature_snr: float = 3.0  # curvature / its standard error; flat curves never pass
     confidence: float = 0.90  # of the drift, gap and optimum intervals (two-sided)
+    # Measuring more where it decides (docs/verdict.md, "More seeds where they decide"): when
+    # only intervals straddling their limits keep the grid from a verdict, one more seed at
+    # every point of the width where it narrows them most per second, round by round, each
+    # look judged at a stricter confidence. 0 s: never.
+    max_extra_seconds: float = 0.0  # predicted grid seconds the rounds may add, in all
+    max_rounds: int = 2  # seed rounds at most (each adds one look)
     can_pass: bool = True  # false on budgets too small for a verdict (budget=smoke)
     decide_hint: str = "budget=thorough, or validation.seeds=4"  # printed when inconclusive
     # Depth: the same lr grid at the stage width and a deeper proxy, judged like width.
@@ -372,6 +378,11 @@ def check_config(cfg: Config) -> None:
         _fail(f"validation.seeds must be >= 1, got {v.seeds}")
     if v.max_extend < 0:
         _fail(f"validation.max_extend must be >= 0, got {v.max_extend}")
+    if v.max_extra_seconds < 0:
+        _fail(f"validation.max_extra_seconds must be >= 0 (0: never measure more), got "
+              f"{v.max_extra_seconds}")
+    if v.max_rounds < 0:
+        _fail(f"validation.max_rounds must be >= 0, got {v.max_rounds}")
     if v.min_points < 3:
         _fail(f"validation.min_points must be >= 3 to fit a parabola, got {v.min_points}")
     if not 0 < v.confidence < 1:

@@ -31,6 +31,7 @@ class ProxyPlan:
     derived: dict  # every value derived from the target: part of the fingerprint
     notes: list[str] = field(default_factory=list)  # what differs from the target, and why
     grid_widths: tuple[int, ...] = ()  # where the lr grid measures the optimum; () : the two
+    target_width: int | None = None  # where the trajectory is carried (None: a custom model's)
 
     def widths(self) -> list[int]:
         """The lr grid's widths, narrowest first: ≥ 3 for the sweep's trajectory, width and
@@ -91,7 +92,8 @@ def plan_proxies(cfg: Config) -> ProxyPlan:
     }
     # depth, head dimension and context differences are stated by the emitter itself
     notes = [kv_note] if kv_note else []
-    return ProxyPlan(None, width, validation_width, base_width, derived, notes, widths)
+    return ProxyPlan(None, width, validation_width, base_width, derived, notes, widths,
+                     int(m.d_model))
 
 
 def instantiate_family(cfg: Config, plan: ProxyPlan, vocab_size: int) -> ProxyPlan:
@@ -118,6 +120,6 @@ def instantiate_family(cfg: Config, plan: ProxyPlan, vocab_size: int) -> ProxyPl
             raise UserError(str(e)) from None
     derived = dict(plan.derived, vocab_size=vocab_size)
     return ProxyPlan(family, plan.width, plan.validation_width, plan.base_width, derived,
-                     plan.notes, plan.grid_widths)
+                     plan.notes, plan.grid_widths, plan.target_width)
 
 

@@ -33,6 +33,7 @@ from transfer.verdict.shared_curvature import fit_window, interaction_noise, sta
 from transfer.verdict.trajectory import CONVERGING, MODELS, trajectory
 
 PASSED, REJECTED, INCONCLUSIVE = "passed", "rejected", "inconclusive"
+INTERVAL_SCALE = 1.0  # measured: see `Limits.interval_scale`
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class Limits:
     min_trajectory_widths: int = 3  # two widths fit either model exactly: nothing to tell them apart
     decide_hint: str = "budget=thorough (more seeds, longer runs)"  # printed when inconclusive
     axis: str = "width"  # what the two curves differ in (messages only): "width" or "depth"
+    # The optimum's interval at the target, widened about its estimate by this factor: the
+    # calibration measured on synthetic curves with known optima (benchmarks/validator_power.py
+    # --coverage, docs/verdict.md "Coverage"), recorded in validation.json: fit.calibration.
+    interval_scale: float = INTERVAL_SCALE
 
 
 @dataclass
@@ -94,6 +99,9 @@ class Verdict:
     rejected_because: list[str] = field(default_factory=list)
     inconclusive_because: list[str] = field(default_factory=list)
     decide_with: str | None = None
+    fit: dict = field(default_factory=dict)  # the curve model, its asymmetry, the calibration
+    more_data_decides: bool = False  # inconclusive only on intervals straddling their limits
+    best_log2_lr_ci: dict = field(default_factory=dict)  # width -> each vertex's interval
 
     @property
     def passed(self) -> bool:
@@ -105,7 +113,8 @@ class Verdict:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        for k in ("curves", "best_log2_lr", "best_loss", "bracketed", "edge_hit"):
+        for k in ("curves", "best_log2_lr", "best_loss", "bracketed", "edge_hit",
+                  "best_log2_lr_ci"):
             d[k] = {str(w): v for w, v in d[k].items()}
         d["passed"] = self.passed
         d["reasons"] = self.reasons
@@ -157,12 +166,13 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
         unk.append(f"{n_seeds} seed(s) per point, fewer than {limits.min_seeds}: noise cannot be "
                    "told from signal")
     n_fin = {w: int(np.isfinite(table[w]["loss"]).sum()) for w in widths}
+    diverged = []  # a rejection on divergence needs the seeds of the floor, not a fit
     if n_fin[w1] < 3 <= n_fin[w0]:
-        rej.append(f"{ax} {w1}: fewer than 3 grid points trained without diverging, while {ax} "
-                   f"{w0} trained at {n_fin[w0]}: the larger model diverges where the smaller one "
-                   "learns (SP-like)")
+        diverged.append(f"{ax} {w1}: fewer than 3 grid points trained without diverging, while "
+                        f"{ax} {w0} trained at {n_fin[w0]}: the larger model diverges where the "
+                        "smaller one learns (SP-like)")
     for w in widths:
-        if len(win[w]) < limits.min_points and not (w != w0 and rej):
+        if len(win[w]) < limits.min_points and not (w != w0 and diverged):
             unk.append(f"{ax} {w}: {len(win[w])} finite points to fit, fewer than "
                        f"{limits.min_points}")
     coord = dict(coord or {})
@@ -179,6 +189,8 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
                        n_boot=limits.n_boot, boot_seed=limits.boot_seed) if all(
         len(win[w]) >= 3 for w in widths) else None
     traj = None
+    curve_rej: list[str] = []  # rejections read off the fitted curves: the evidence floor applies
+    straddle: list[str] = []  # reasons that are an interval straddling its limit
     if stats is None:
         nan2 = [math.nan, math.nan]
         stats = dict(fit=None, drift=math.nan, drift_ci=nan2, gap=math.nan, gap_ci=nan2,
@@ -190,13 +202,28 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
             unk.append(f"no optimum at the target {ax} {limits.target_width}: the curves have "
                        "too few finite points to fit")
     else:
-        _rules(stats, bracketed, table, widths, limits, rej, unk)
+        _rules(stats, bracketed, table, widths, limits, curve_rej, unk, straddle)
         if limits.target_width:
             traj = trajectory(widths, [stats["v"][w] for w in widths], stats["vertex_draws"],
                               target_width=limits.target_width, model=limits.trajectory_model,
-                              confidence=limits.confidence)
-            _trajectory_rules(traj, limits, unk)
+                              confidence=limits.confidence, scale=limits.interval_scale)
+            _trajectory_rules(traj, limits, unk, straddle)
             stats["opt"], stats["opt_ci"] = traj.estimate, traj.interval
+    # Every rejection read off the lr curves needs the evidence a pass needs (the coordinate
+    # check is its own measurement and keeps its rejection): below it, "cannot tell".
+    calibration = {"interval_scale": limits.interval_scale,
+                   "applies_to": "the optimum's interval at the target (trajectory.interval)",
+                   "measured_by": "benchmarks/validator_power.py --coverage"}
+    missing = _below_floor(n_seeds, stats, limits)
+    if curve_rej and missing:
+        unk += [f"not rejected on this evidence ({'; '.join(missing)}), though {r}"
+                for r in curve_rej]
+        curve_rej = []
+    if diverged and n_seeds < limits.min_seeds:
+        unk += [f"not rejected on {n_seeds} seed(s), fewer than {limits.min_seeds}, though {r}"
+                for r in diverged]
+        diverged = []
+    rej[:] = diverged + rej + curve_rej
     drift, drift_ci = stats["drift"], stats["drift_ci"]
     extrap = {"measured_octaves": octaves,
               "drift_per_octave": drift / octaves,
@@ -206,6 +233,9 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
         extrap.update(target_width=limits.target_width, target_octaves=t_oct,
                       extrapolated_octaves=math.log2(limits.target_width / w1))
     outcome = REJECTED if rej else INCONCLUSIVE if unk else PASSED
+    # Only intervals straddling their limits stand between this run and a verdict: more seeds
+    # where they narrow those intervals most can decide it (transfer.verdict.width's rounds).
+    more_data_decides = outcome == INCONCLUSIVE and set(unk) <= set(straddle)
     if outcome == PASSED and not limits.can_pass:
         unk.append("this budget is a plumbing check (too few seeds, points and tokens): it never "
                    "validates a transfer")
@@ -227,15 +257,37 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
                "residual_std": stats["residual"],
                "lack_of_fit": (stats["residual"] / stats["sigma"]) ** 2
                if stats["sigma"] and math.isfinite(stats["sigma"]) else math.nan,
-               "floor": noise, "fit": "shared-curvature parabola, parametric bootstrap"},
+               "floor": noise,
+               "fit": "two-sided shared-curvature parabola, parametric bootstrap"},
+        fit={"model": "two-sided parabola: curvature a below each optimum, r·a above, shared "
+                      "by the widths (transfer.verdict.shared_curvature)",
+             "asymmetry": stats.get("asymmetry", math.nan),
+             "asymmetry_ci": stats.get("asymmetry_ci", [math.nan, math.nan]),
+             "calibration": calibration},
         extrapolation=extrap, coord_check=coord, confidence=limits.confidence,
-        trajectory=None if traj is None else traj.to_dict(), rejected_because=rej, inconclusive_because=unk,
+        trajectory=None if traj is None else traj.to_dict(), rejected_because=rej,
+        inconclusive_because=unk, more_data_decides=more_data_decides,
+        best_log2_lr_ci=stats.get("v_ci", dict.fromkeys(widths, [math.nan, math.nan])),
         decide_with=limits.decide_hint if outcome == INCONCLUSIVE else None)
 
 
+def _below_floor(n_seeds: int, st: dict, limits: Limits) -> list[str]:
+    """What a rejection read off the curves lacks of the evidence a pass needs: enough seeds,
+    curvature clear of its noise, a finite interval of the drift. Empty when it has it all."""
+    out = []
+    if n_seeds < limits.min_seeds:
+        out.append(f"{n_seeds} seed(s), fewer than {limits.min_seeds}")
+    if not st["snr"] >= limits.min_curvature_snr:
+        out.append(f"curvature S/N {st['snr']:.1f}, under {limits.min_curvature_snr:g}")
+    if not all(math.isfinite(x) for x in st["drift_ci"]):
+        out.append(f"the drift's {limits.confidence:.0%} interval is not finite")
+    return out
+
+
 def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Limits,
-           rej: list[str], unk: list[str]) -> None:
-    """Every statistical rule, each adding a rejection or an inconclusive reason."""
+           rej: list[str], unk: list[str], straddle: list[str]) -> None:
+    """Every statistical rule, each adding a rejection or an inconclusive reason (and to
+    `straddle` the reasons that are an interval straddling its limit: more data decides)."""
     w0, w1 = widths[0], widths[-1]
     ax = limits.axis
     tol, conf = limits.tolerance_log2, f"{limits.confidence:.0%}"
@@ -275,16 +327,18 @@ def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Li
         rej.append(f"the optimum moved: drift {st['drift']:+.2f} log2(lr) from {ax} {w0} to "
                    f"{w1}, {conf} interval {_fmt_ci(st['drift_ci'])} wholly outside ±{tol}")
     elif not (-tol <= lo and hi <= tol) and st["snr"] >= limits.min_curvature_snr:
-        unk.append(f"drift {st['drift']:+.2f} log2(lr), {conf} interval "
-                   f"{_fmt_ci(st['drift_ci'])} is not inside ±{tol}: too noisy to tell")
+        straddle.append(f"drift {st['drift']:+.2f} log2(lr), {conf} interval "
+                        f"{_fmt_ci(st['drift_ci'])} is not inside ±{tol}: too noisy to tell")
+        unk.append(straddle[-1])
     glo, ghi = st["gap_ci"]
     if glo > limits.max_gap:
         small = "narrow" if ax == "width" else "shallow"
         rej.append(f"the {small} optimum costs {st['gap']:.2%} at {ax} {w1} ({conf} interval "
                    f"{_fmt_ci(st['gap_ci'], True)}), over the {limits.max_gap:.0%} allowed")
     elif not ghi <= limits.max_gap and st["snr"] >= limits.min_curvature_snr:
-        unk.append(f"loss gap at {ax} {w1} {st['gap']:.2%}, {conf} interval "
-                   f"{_fmt_ci(st['gap_ci'], True)} not under {limits.max_gap:.0%}")
+        straddle.append(f"loss gap at {ax} {w1} {st['gap']:.2%}, {conf} interval "
+                        f"{_fmt_ci(st['gap_ci'], True)} not under {limits.max_gap:.0%}")
+        unk.append(straddle[-1])
     llo = st["level_ci"][0]
     if llo > 0:
         big = "wider" if ax == "width" else "deeper"
@@ -293,7 +347,7 @@ def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Li
                    f"{_fmt_ci(st['level_ci'])} wholly above 0)")
 
 
-def _trajectory_rules(t, limits: Limits, unk: list[str]) -> None:
+def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: list[str]) -> None:
     """What the optimum at the target must show to pass: an interval inside ± tolerance of its
     estimate, models that agree there, and enough widths to tell them apart."""
     tol, conf = limits.tolerance_log2, f"{limits.confidence:.0%}"
@@ -306,8 +360,9 @@ def _trajectory_rules(t, limits: Limits, unk: list[str]) -> None:
         unk.append(f"the optimum at {at} has no finite {conf} interval: some bootstrap fits "
                    "have no minimum (a flat curve)")
     elif not t.half_width <= tol:
-        unk.append(f"the optimum at {at} is log2 lr {t.estimate:.2f}, {conf} interval "
-                   f"{_fmt_ci(t.interval)} ({t.model}): wider than ±{tol} around it")
+        straddle.append(f"the optimum at {at} is log2 lr {t.estimate:.2f}, {conf} interval "
+                        f"{_fmt_ci(t.interval)} ({t.model}): wider than ±{tol} around it")
+        unk.append(straddle[-1])
     if not t.disagreement <= tol:
         other = next(m for m in t.models if m != t.model)
         unk.append(f"the trajectory models disagree at {at} by {t.disagreement:.2f} octave "

@@ -1,18 +1,31 @@
-"""The shared-curvature fit of two lr curves and its parametric bootstrap.
+"""The shared-curvature fit of the lr curves and its bootstrap.
 
-loss(x) ≈ a·x² + b_w·x + c_w in x = log2 lr, one curvature shared by the widths (what "the
-optimum did not move" is about), fitted by least squares to the seed-mean curves over a window of
-points around each width's minimum. The noise that moves a vertex is the point-to-point scatter
-of the mean curve about that parabola, *not* the seed-to-seed spread: every grid point is trained
-with the same seeds, so a seed's level offset is shared by the whole curve and cancels in the
-vertex. The residual standard deviation of the fit estimates that scatter (and any lack of fit,
-which is honest to include). Intervals come from a parametric bootstrap: refit on fitted values
-plus Gaussian noise at that σ, with σ itself redrawn from its χ² distribution (a t-like interval
-for few residual degrees of freedom). A nonparametric bootstrap over seeds was the alternative;
-with the 2 seeds a CPU budget affords, it has 3 distinct resamples per point and cannot give a
-percentile interval. The bootstrap, not the delta method, because the vertex −b/2a is a ratio
-whose distribution is heavy-tailed exactly when the curvature is weak; a draw whose curvature is
-not positive has no vertex and counts as outside every limit.
+loss(x) ≈ a·u(x − v_w)² + c_w in x = log2 lr, u(d) = d below the vertex and √r·d above it: a
+parabola with a curvature a below each width's optimum v_w and r·a above it. The curvature a
+and the asymmetry r are shared by the widths (what "the optimum did not move" is about); the
+optimum and the level are each width's own. Least squares over a window of points around each
+width's minimum, on the seed-mean curves.
+
+Why two-sided: real lr curves are steeper above the optimum than below it (the loss climbs
+towards divergence), and a symmetric parabola puts its vertex on the shallow side: −0.09 octave
+at a 1.5× asymmetry, at every noise level, which the intervals did not hold (docs/verdict.md,
+"The fit"). The vertices enter the model non-linearly; for a given r they are found by
+Gauss-Newton on the kinks (`_fit_ratio`: with the kinks held at k_w the model is linear,
+a·u² + b_w·g + c_w with g = ∂(u²/2)/∂d, and k_w − b_w/2a is the Gauss-Newton step), r by least
+squares over `RATIOS` (a profile likelihood; one more parameter in the residual degrees of
+freedom). Every bootstrap draw finds its own vertices and its own r, so the uncertainty of
+both is in the intervals. At r = 1 the model is the plain parabola.
+
+The noise that moves a vertex is the point-to-point scatter of the mean curve, *not* the
+seed-to-seed spread: every grid point is trained with the same seeds, so a seed's level offset
+is shared by the whole curve and cancels in the vertex. The draws add Gaussian noise at σ, the
+pooled estimate of that scatter from the seeds (when there are two or more) and of the fit's
+own residual, so a curve the model does not fit widens its own interval (lack of fit is in the
+draws); σ itself is redrawn from its χ² distribution (a t-like interval for few degrees of
+freedom). Not a bootstrap over seeds: with the 2 seeds a CPU budget affords it has 3 distinct
+resamples per point. Not the delta method: a vertex is a ratio, heavy-tailed exactly when the
+curvature is weak; a draw whose curvature is not positive has no vertex and counts as outside
+every limit.
 
 Plain numpy: the verdict (`transfer.verdict.judge.judge`) turns these numbers into its rules.
 """
@@ -21,11 +34,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["JointFit", "fit_window", "interaction_noise", "interval", "joint_fit", "statistics"]
+__all__ = ["RATIOS", "JointFit", "fit_window", "interaction_noise", "interval", "joint_fit",
+           "statistics"]
+
+# r, curvature above the optimum / below it: 2^-0.5 (0.71) to 2^1.75 (3.4) in quarter powers
+# of two. A step moves a vertex by a few hundredths of an octave, far less than its noise.
+RATIOS: tuple[float, ...] = tuple(2.0 ** (0.25 * i) for i in range(-2, 8))
+ITERATIONS = 10  # Gauss-Newton steps on the kinks (converged to 1e-6 octave in 3-5)
+REACH = 3.0  # octaves beyond the window a kink may move (a weak curve's vertex flies off)
 
 
 def fit_window(xs: np.ndarray, ys: np.ndarray, size: int) -> np.ndarray:
@@ -38,49 +58,135 @@ def fit_window(xs: np.ndarray, ys: np.ndarray, size: int) -> np.ndarray:
     return finite[start:start + size]
 
 
+def _u(d: np.ndarray, r: float) -> np.ndarray:
+    return np.where(d > 0, math.sqrt(r) * d, d)
+
+
 @dataclass(frozen=True)
 class JointFit:
-    """loss ≈ a·x² + b_w·x + c_w: one curvature, a position and a level per width."""
+    """loss ≈ a·u(x − v_w)² + c_w (u: `_u`, asymmetry r): one curvature and one asymmetry, an
+    optimum and a level per width."""
 
     a: float
-    b: dict
+    v: dict
     c: dict
+    r: float = 1.0
+    b: dict = field(default_factory=dict)  # the last Gauss-Newton step's slopes (≈ 0)
 
     def vertex(self, w: int) -> float:
-        return -self.b[w] / (2 * self.a) if self.a > 0 else math.nan
+        return self.v[w] if self.a > 0 else math.nan
 
     def value(self, w: int, x: float) -> float:
-        return self.a * x * x + self.b[w] * x + self.c[w]
+        u = float(_u(np.asarray(x - self.v[w]), self.r))
+        return self.a * u * u + self.c[w]
 
 
-def _design(xw: Sequence[tuple[int, float]], widths: Sequence[int]) -> np.ndarray:
-    n = len(widths)
-    rows = []
-    for w, x in xw:
-        onehot = [1.0 if v == w else 0.0 for v in widths]
-        rows.append([x * x] + [x * o for o in onehot] + onehot)
-    return np.asarray(rows).reshape(len(xw), 1 + 2 * n)
+class _Points:
+    """The window's points as arrays: x, each point's width index, the one-hot per width."""
+
+    def __init__(self, xw: Sequence[tuple[int, float]], widths: Sequence[int]):
+        self.n = len(widths)
+        self.x = np.array([x for _, x in xw], dtype=float)
+        self.wi = np.array([list(widths).index(w) for w, _ in xw])
+        self.onehot = (self.wi[None, :] == np.arange(self.n)[:, None]).astype(float)  # (n, N)
+        self.lo, self.hi = float(self.x.min()) - REACH, float(self.x.max()) + REACH
 
 
-def _solve(X: np.ndarray, y: np.ndarray, widths: Sequence[int]) -> JointFit:
-    coef = np.linalg.lstsq(X, y, rcond=None)[0]
-    n = len(widths)
-    return JointFit(float(coef[0]), {w: float(coef[1 + i]) for i, w in enumerate(widths)},
-                    {w: float(coef[1 + n + i]) for i, w in enumerate(widths)})
+def _normal(p: _Points, K: np.ndarray, r: float, Y: np.ndarray):
+    """The normal equations of a·u² + b_w·g + c_w with the kinks at K (n, B), for every column
+    of Y (N, B): (XᵀX (B, p, p), XᵀY (B, p)); g = u·u′ = d below, r·d above."""
+    n, B = p.n, Y.shape[1]
+    d = p.x[:, None] - K[p.wi, :]
+    u2 = np.where(d > 0, r * d * d, d * d)
+    g = np.where(d > 0, r * d, d)
+    M = p.onehot
+    s = {"uu": u2 * u2, "ug": u2 * g, "gg": g * g}
+    A = np.zeros((B, 1 + 2 * n, 1 + 2 * n))
+    A[:, 0, 0] = (M @ s["uu"]).sum(axis=0)
+    ug, u2s, gg, gs = M @ s["ug"], M @ u2, M @ s["gg"], M @ g
+    for j in range(n):
+        bj, cj = 1 + j, 1 + n + j
+        A[:, 0, bj] = A[:, bj, 0] = ug[j]
+        A[:, 0, cj] = A[:, cj, 0] = u2s[j]
+        A[:, bj, bj] = gg[j]
+        A[:, bj, cj] = A[:, cj, bj] = gs[j]
+        A[:, cj, cj] = M[j].sum()
+    rhs = np.concatenate([(u2 * Y).sum(axis=0)[None], M @ (g * Y), M @ Y], axis=0).T
+    return A, rhs
 
 
-def joint_fit(curves: Mapping[int, Mapping], widths: Sequence[int]) -> JointFit | None:
+def _fit_ratio(p: _Points, Y: np.ndarray, K0: np.ndarray, r: float):
+    """Gauss-Newton on the kinks at asymmetry r for every column of Y: (coef (B, p), kinks
+    (n, B), rss (B,), XᵀX (B, p, p))."""
+    K = K0.copy()
+    yy = (Y * Y).sum(axis=0)
+    for _ in range(ITERATIONS):
+        A, rhs = _normal(p, K, r, Y)
+        coef = np.linalg.solve(A + 1e-12 * np.eye(A.shape[1]), rhs[..., None])[..., 0]
+        a, b = coef[:, 0], coef[:, 1:1 + p.n].T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.nan_to_num(-b / (2 * np.where(a > 0, a, np.nan)))
+        Knew = np.clip(K + step, p.lo, p.hi)
+        moved = float(np.max(np.abs(Knew - K))) if Knew.size else 0.0
+        K = Knew
+        if moved < 1e-6:
+            break
+    A, rhs = _normal(p, K, r, Y)
+    coef = np.linalg.solve(A + 1e-12 * np.eye(A.shape[1]), rhs[..., None])[..., 0]
+    rss = np.maximum(yy - np.einsum("bp,bp->b", coef, rhs), 0.0)
+    return coef, K, rss, A
+
+
+def _best_ratio(p: _Points, Y: np.ndarray, K0: np.ndarray, ratios: Sequence[float]):
+    """Per column of Y, the asymmetry with the least squares: [(r, coef, K, rss, A)], pick."""
+    fits = [(r, *_fit_ratio(p, Y, K0, r)) for r in ratios]
+    pick = np.argmin(np.stack([f[3] for f in fits]), axis=0)
+    return fits, pick
+
+
+def _summarise(coef: np.ndarray, K: np.ndarray, r: float, n: int) -> dict:
+    """Coefficients (B, p) and kinks (n, B) at asymmetry r → the quantities judged; nan where
+    the curvature is not positive (no minimum)."""
+    a, b, c = coef[:, 0], coef[:, 1:1 + n].T, coef[:, 1 + n:].T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a_ok = np.where(a > 0, a, np.nan)
+        v = K - b / (2 * a_ok)  # the last Gauss-Newton step (≈ 0 once converged)
+        best = c - b * b / (4 * a_ok)
+        u = _u(v[0] - v[-1], r)
+        at = a_ok * u * u + best[-1]  # the widest at the narrow optimum
+        gap = np.where(best[-1] > 0, (at - best[-1]) / best[-1], np.nan)
+    return {"drift": v[-1] - v[0], "gap": gap, "level": best[-1] - best[0],
+            "opt": v.mean(axis=0), "v": v, "best": best, "at": at}
+
+
+def _window_points(curves: Mapping[int, Mapping], win: Mapping[int, Sequence[int]],
+                   widths: Sequence[int]) -> tuple[_Points, np.ndarray]:
+    xw = [(w, curves[w]["log2_lr"][i]) for w in widths for i in win[w]]
+    y = np.array([curves[w]["loss"][i] for w in widths for i in win[w]], dtype=float)
+    return _Points(xw, widths), y
+
+
+def _start(p: _Points, y: np.ndarray) -> np.ndarray:
+    """The plain parabola's vertices (r = 1 is linear in the kinks: one step from anywhere)."""
+    K = np.full((p.n, 1), float(p.x.mean()))
+    coef, K, _, _ = _fit_ratio(p, y[:, None], K, 1.0)
+    return K
+
+
+def joint_fit(curves: Mapping[int, Mapping], widths: Sequence[int],
+              ratios: Sequence[float] = RATIOS) -> JointFit | None:
     """Least squares over every finite point of `curves[w]["log2_lr"/"loss"]`; None unless
-    there are enough points and the parabola is convex."""
-    xw, ys = [], []
-    for w in widths:
-        for x, y in zip(curves[w]["log2_lr"], curves[w]["loss"]):
-            if math.isfinite(y):
-                xw.append((w, x))
-                ys.append(y)
-    if not widths or len(ys) < 2 * len(widths) + 1:
+    there are enough points and the curvature is positive."""
+    win = {w: [i for i, y in enumerate(curves[w]["loss"]) if math.isfinite(y)] for w in widths}
+    if not widths or sum(map(len, win.values())) < 2 * len(widths) + 1 + (len(ratios) > 1):
         return None
-    fit = _solve(_design(xw, widths), np.asarray(ys), widths)
+    p, y = _window_points(curves, win, widths)
+    fits, pick = _best_ratio(p, y[:, None], _start(p, y), ratios)
+    r, coef, K, _, _ = fits[int(pick[0])]
+    s = _summarise(coef, K, r, p.n)
+    fit = JointFit(float(coef[0, 0]), {w: float(s["v"][i, 0]) for i, w in enumerate(widths)},
+                   {w: float(s["best"][i, 0]) for i, w in enumerate(widths)}, float(r),
+                   {w: float(coef[0, 1 + i]) for i, w in enumerate(widths)})
     return fit if fit.a > 0 else None
 
 
@@ -111,70 +217,77 @@ def interaction_noise(table: dict, widths: Sequence[int]) -> tuple[float, int]:
 
 
 def statistics(table: dict, win: dict, widths: list[int], noise: float | None, noise_dof: int,
-               tuned: float, *, confidence: float, n_boot: int, boot_seed: int) -> dict:
+               tuned: float, *, confidence: float, n_boot: int, boot_seed: int,
+               ratios: Sequence[float] = RATIOS) -> dict:
     """Point estimates and bootstrap intervals of drift, gap, level difference and optimum.
 
-    `table[w]` holds the seed-mean curve (`log2_lr`, `loss`), `win[w]` the indices the parabola
-    sees (`fit_window`); `noise` and `noise_dof` the per-point σ when known (else the fit's
-    residual); `tuned` the log2 lr whose gap is reported beside the optimum's. With more than
-    two widths (the trajectory) the curvature is shared by all of them, and drift, gap and level
-    compare the narrowest with the widest; `vertex_draws` holds every width's bootstrap optima
-    (n_widths × n_boot) for `transfer.verdict.trajectory`. The bootstrap draws `n_boot` refits
-    from its own generator (`boot_seed`): the numbers are reproducible.
+    `table[w]` holds the seed-mean curve (`log2_lr`, `loss`), `win[w]` the indices the fit
+    sees (`fit_window`); `noise` and `noise_dof` the seed-mean curve's point σ measured from the
+    seeds, when known; `tuned` the log2 lr whose gap is reported beside the optimum's; `ratios`
+    the asymmetries tried (`(1.0,)`: the plain parabola). With more than two widths (the
+    trajectory) the curvature is shared by all of them, and drift, gap and level compare the
+    narrowest with the widest; `vertex_draws` holds every width's bootstrap optima (n_widths ×
+    n_boot) for `transfer.verdict.trajectory`. The bootstrap draws `n_boot` refits from its own
+    generator (`boot_seed`): the numbers are reproducible.
     """
     n = len(widths)
     w1 = widths[-1]
-    xw = [(w, table[w]["log2_lr"][i]) for w in widths for i in win[w]]
-    y = np.array([table[w]["loss"][i] for w in widths for i in win[w]])
-    X = _design(xw, widths)
-    pinv = np.linalg.pinv(X)  # least squares is linear in y: one pseudo-inverse for every draw
-    coef = pinv @ y
-    fitted = X @ coef
-    fit_dof = len(y) - X.shape[1]
-    rss = float((y - fitted) @ (y - fitted))
-    residual = math.sqrt(rss / fit_dof) if fit_dof > 0 else math.nan
-    # The seed-interaction noise when there is one (see the module docstring: the parabola's
-    # lack of fit is shared by both widths when the optimum does not move, so it is reported,
-    # not counted as noise); the fit's residual otherwise.
-    if noise is not None and noise_dof > 0:
-        sigma, dof = float(noise), noise_dof
+    p, y = _window_points(table, win, widths)
+    fits, pick = _best_ratio(p, y[:, None], _start(p, y), ratios)
+    r, coef, K, rss, A = fits[int(pick[0])]
+    est = _summarise(coef, K, r, n)
+    fitted = np.array([a for a in _values(coef[0], K[:, 0], r, p)])
+    fit_dof = len(y) - (1 + 2 * n) - (len(ratios) > 1)  # r counts when it is chosen
+    residual = math.sqrt(float(rss[0]) / fit_dof) if fit_dof > 0 else math.nan
+    # σ of the draws: the seeds' point scatter pooled with the fit's residual, so that a curve
+    # the model misses by more than its noise widens its own interval.
+    if noise is not None and noise_dof > 0 and math.isfinite(noise):
+        if fit_dof > 0 and math.isfinite(residual):
+            dof = noise_dof + fit_dof
+            sigma = math.sqrt((noise_dof * noise ** 2 + fit_dof * residual ** 2) / dof)
+        else:
+            sigma, dof = float(noise), noise_dof
     else:
         sigma, dof = residual, fit_dof
-    a_se = (sigma * math.sqrt(max(float(np.linalg.pinv(X.T @ X)[0, 0]), 0.0))
-            if math.isfinite(sigma) else math.inf)
-    snr = coef[0] / a_se if a_se > 0 else (math.inf if coef[0] > 0 else -math.inf)
+    cov = np.linalg.pinv(A[0])
+    a_se = sigma * math.sqrt(max(float(cov[0, 0]), 0.0)) if math.isfinite(sigma) else math.inf
+    a = float(coef[0, 0])
+    snr = a / a_se if a_se > 0 else (math.inf if a > 0 else -math.inf)
 
-    def summarise(c: np.ndarray) -> dict:
-        """Columns of coefficients (a, b per width, c per width) → the quantities judged; nan
-        where the parabola is not convex (it has no minimum)."""
-        a, b, lv = c[0], c[1:1 + n], c[1 + n:]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            a_ok = np.where(a > 0, a, np.nan)
-            v = -b / (2 * a_ok)
-            best = lv - b * b / (4 * a_ok)
-            at = a_ok * v[0] * v[0] + b[-1] * v[0] + lv[-1]  # the widest at the narrow optimum
-            gap = np.where(best[-1] > 0, (at - best[-1]) / best[-1], np.nan)
-        return {"drift": v[-1] - v[0], "gap": gap, "level": best[-1] - best[0],
-                "opt": v.mean(axis=0), "v": v, "best": best, "at": at}
-
-    est = summarise(coef.reshape(-1, 1))
-    draws = {k: np.full((n, 1) if k in ("v", "best") else 1, np.nan) for k in est}
+    draws = {key: np.full((n, 1) if key in ("v", "best") else 1, np.nan) for key in est}
+    r_draws = np.full(1, np.nan)
     if math.isfinite(sigma) and dof > 0:
         rng = np.random.default_rng(boot_seed)
         s = sigma * np.sqrt(dof / rng.chisquare(dof, size=n_boot))
         Y = fitted[:, None] + rng.normal(size=(y.size, n_boot)) * s[None, :]
-        draws = summarise(pinv @ Y)
-    ci = {k: interval(draws[k], confidence) for k in ("drift", "gap", "level", "opt")}
-    fit = JointFit(float(coef[0]), {w: float(coef[1 + i]) for i, w in enumerate(widths)},
-                   {w: float(coef[1 + n + i]) for i, w in enumerate(widths)})
+        dfits, dpick = _best_ratio(p, Y, np.repeat(K, n_boot, axis=1), ratios)
+        summ = [_summarise(f[1], f[2], f[0], n) for f in dfits]
+        draws = {key: np.choose(dpick, [sm[key] for sm in summ]) if summ[0][key].ndim == 1
+                 else np.stack([np.choose(dpick, [sm[key][i] for sm in summ])
+                                for i in range(n)])
+                 for key in summ[0]}
+        r_draws = np.asarray(ratios)[dpick]
+    ci = {key: interval(draws[key], confidence) for key in ("drift", "gap", "level", "opt")}
     v = {w: float(est["v"][i, 0]) for i, w in enumerate(widths)}
+    v_ci = {w: interval(draws["v"][i], confidence) for i, w in enumerate(widths)}
     best = {w: float(est["best"][i, 0]) for i, w in enumerate(widths)}
+    fit = JointFit(a, v, best, float(r), {w: float(coef[0, 1 + i]) for i, w in enumerate(widths)})
     best1 = best[w1]
     gap_tuned = ((fit.value(w1, tuned) - best1) / best1
-                 if math.isfinite(best1) and best1 > 0 else math.nan)
+                 if math.isfinite(best1) and best1 > 0 and a > 0 else math.nan)
     return dict(fit=fit, drift=float(est["drift"][0]), drift_ci=ci["drift"],
                 gap=float(est["gap"][0]), gap_ci=ci["gap"], gap_tuned=gap_tuned,
-                level=float(est["level"][0]), level_ci=ci["level"], a=float(coef[0]),
-                a_se=a_se, snr=float(snr), opt=float(est["opt"][0]), opt_ci=ci["opt"],
-                sigma=sigma, dof=dof, residual=residual, v=v, best=best,
-                at=float(est["at"][0]), vertex_draws=draws["v"])
+                level=float(est["level"][0]), level_ci=ci["level"], a=a, a_se=a_se,
+                snr=float(snr), opt=float(est["opt"][0]), opt_ci=ci["opt"], sigma=sigma,
+                dof=dof, residual=residual, v=v, v_ci=v_ci, best=best, at=float(est["at"][0]),
+                vertex_draws=draws["v"], asymmetry=float(r),
+                asymmetry_ci=interval(r_draws, confidence))
+
+
+def _values(coef: np.ndarray, K: np.ndarray, r: float, p: _Points) -> np.ndarray:
+    """The fitted losses at the window's points."""
+    n = p.n
+    d = p.x - K[p.wi]
+    u2 = np.where(d > 0, r * d * d, d * d)
+    g = np.where(d > 0, r * d, d)
+    return coef[0] * u2 + coef[1:1 + n][p.wi] * g + coef[1 + n:][p.wi]

@@ -31,7 +31,7 @@ import numpy as np
 
 from transfer.verdict.shared_curvature import interval
 
-__all__ = ["MODELS", "Trajectory", "model_for", "predict", "prior_offset", "trajectory"]
+__all__ = ["MODELS", "Trajectory", "model_for", "predict", "prior_offset", "trajectory", "weights"]
 
 CONVERGING, LOG_LINEAR = "converging", "log_linear"
 MODELS = (CONVERGING, LOG_LINEAR)
@@ -82,6 +82,13 @@ def predict(model: str, widths: Sequence[float], vertices: np.ndarray, at: float
     return out[0] if col else out
 
 
+def weights(model: str, widths: Sequence[float], at: float) -> np.ndarray:
+    """The estimate at width `at` as a weighted sum of the widths' optima: `predict` is linear
+    in them, estimate = weights · vertices."""
+    w0 = float(min(widths))
+    return (_basis(model, [at], w0) @ np.linalg.pinv(_basis(model, widths, w0)))[0]
+
+
 @dataclass(frozen=True)
 class Trajectory:
     """Each width's optimum, and the models' estimate of the optimum at the target width."""
@@ -108,9 +115,12 @@ class Trajectory:
 
 
 def trajectory(widths: Sequence[int], vertices: Sequence[float], draws: np.ndarray, *,
-               target_width: int, model: str, confidence: float) -> Trajectory:
+               target_width: int, model: str, confidence: float, scale: float = 1.0
+               ) -> Trajectory:
     """The trajectory from each width's fitted optimum (`vertices`) and its bootstrap draws
-    (`draws`, shape (n_widths, n_boot)); needs ≥ 2 widths (3 to tell the models apart)."""
+    (`draws`, shape (n_widths, n_boot)); needs ≥ 2 widths (3 to tell the models apart). Each
+    model's interval at the target is widened about its estimate by `scale` (the calibration,
+    `transfer.verdict.judge.Limits.interval_scale`)."""
     if len(widths) < 2:
         raise ValueError(f"a trajectory needs optima at ≥ 2 widths, got {list(widths)}")
     if model not in MODELS:
@@ -120,8 +130,9 @@ def trajectory(widths: Sequence[int], vertices: Sequence[float], draws: np.ndarr
     models = {}
     for m in MODELS:
         est = float(predict(m, widths, v, target_width))
+        lo, hi = interval(predict(m, widths, d, target_width), confidence)
         models[m] = {"form": MODEL_FORMS[m], "estimate": est,
-                     "interval": interval(predict(m, widths, d, target_width), confidence)}
+                     "interval": [est - scale * (est - lo), est + scale * (hi - est)]}
     other = next(m for m in MODELS if m != model)
     est = models[model]["estimate"]
     return Trajectory(

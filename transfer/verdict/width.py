@@ -23,15 +23,19 @@ from transfer.search.progress import RANGE, Left, Span, makespan
 from transfer.verdict.coord import CoordResult, coord_check
 from transfer.verdict.curves import extend_each, extension_odds, grid, rounds_left
 from transfer.verdict.judge import Limits, Verdict, judge
+from transfer.verdict.rounds import MAX_MULTIPLE, look_confidence, plan_round
 from transfer.verdict.trajectory import model_for, prior_offset
 
 
-def limits_from(v, *, target_width: int | None = None, parametrization: str = "mup") -> Limits:
+def limits_from(v, *, target_width: int | None = None, parametrization: str = "mup",
+                looks: int = 1) -> Limits:
     """The verdict's limits from the `validation` config group (the one place that reads it);
-    the trajectory model is the parametrization's own (`transfer.verdict.trajectory.model_for`)."""
-    return Limits(trajectory_model=model_for(parametrization),tolerance_log2=v.tolerance_log2, max_gap=v.max_gap, min_seeds=v.min_seeds,
-                  min_points=v.min_points, fit_window=v.points,
-                  min_curvature_snr=v.min_curvature_snr, confidence=v.confidence,
+    the trajectory model is the parametrization's own (`transfer.verdict.trajectory.model_for`);
+    the `looks`-th look at the grid is judged at `rounds.look_confidence`."""
+    return Limits(trajectory_model=model_for(parametrization), tolerance_log2=v.tolerance_log2,
+                  max_gap=v.max_gap, min_seeds=v.min_seeds, min_points=v.min_points,
+                  fit_window=v.points, min_curvature_snr=v.min_curvature_snr,
+                  confidence=look_confidence(v.confidence, looks),
                   coord_max_slope=v.coord_max_slope, can_pass=v.can_pass,
                   target_width=target_width, decide_hint=v.decide_hint)
 
@@ -108,6 +112,85 @@ def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float]
     return sorted({x for xs in new.values() for x in xs})
 
 
+def max_seeds(v) -> int:
+    """The most seeds a width's grid can reach: its own, and each round's at most."""
+    return v.seeds * (1 + MAX_MULTIPLE * v.max_rounds)
+
+
+def seeds_at(study: optuna.Study, widths: list[int]) -> dict[int, int]:
+    """Per width, how many seeds its grid has (the configured ones, plus the rounds')."""
+    seen: dict[int, set] = {w: set() for w in widths}
+    for t in study.get_trials(deepcopy=False):
+        p = enqueued_params(t)
+        if p.get("width") in seen:
+            seen[p["width"]].add(int(p["seed"]))
+    return {w: len(s) for w, s in seen.items()}
+
+
+def looks_taken(ctx: Context, study: optuna.Study) -> int:
+    """The looks at this grid: the first, and one after each seed round."""
+    return 1 + sum(k.startswith("seed_round_") for k in study.user_attrs)
+
+
+def _seed_seconds(ctx: Context, study: optuna.Study, hp: dict, w: int, points: int) -> float:
+    """Predicted wall seconds of one more seed at `points` points of width `w` on the workers,
+    scaled as the grid's finished trials ran (measured ÷ predicted)."""
+    ratio, overall = measured_ratios(study.get_trials(deepcopy=False), lambda p: p["width"],
+                                     lambda p: predict_seconds(ctx, hp, p["width"]))
+    return makespan([predict_seconds(ctx, hp, w) * ratio.get(w, overall)] * points,
+                    ctx.progress.workers)
+
+
+def add_seed_round(ctx: Context, study: optuna.Study, center: float, hp: dict
+                   ) -> str | list | None:
+    """Under the run lock, once the grid is whole and bracketed: when only intervals that
+    straddle their limits keep it from a verdict (`Verdict.more_data_decides`), queue
+    `validation.seeds` more seeds at every point of the cheapest widths predicted to decide it
+    (`rounds.plan_round`), within `validation.max_extra_seconds` and `max_rounds`. Returns the
+    line to print; [] when there is nothing to add; None while other workers still train."""
+    v = ctx.cfg.validation
+    if v.max_extra_seconds <= 0 or v.max_rounds <= 0:
+        return []
+    widths = ctx.proxies.widths()
+    with ctx.lock():
+        trials = study.get_trials(deepcopy=False)
+        if any(t.state in (TrialState.WAITING, TrialState.RUNNING) for t in trials):
+            return None
+        done = [k for k in study.user_attrs if k.startswith("seed_round_")]
+        if len(done) >= v.max_rounds:
+            return []
+        looks = looks_taken(ctx, study)
+        curves = curves_from(study, widths)
+        verdict = judge(curves, None, center, limits_from(
+            v, target_width=ctx.proxies.target_width,
+            parametrization=ctx.cfg.proxy.parametrization, looks=looks), None)
+        if not verdict.more_data_decides:
+            return []
+        seeds = seeds_at(study, widths)
+        per_seed = {w: _seed_seconds(ctx, study, hp, w, len(curves[w])) for w in widths}
+        spent = sum(r["predicted_seconds"] for k, r in study.user_attrs.items()
+                    if k.startswith("seed_round_"))
+        plan = plan_round(verdict, base_confidence=v.confidence, looks=looks, seeds=seeds,
+                          add=v.seeds, seconds_per_seed=per_seed,
+                          left=v.max_extra_seconds - spent)
+        if plan is None:
+            return []
+        chosen, n = plan
+        for w in chosen:
+            for s in range(seeds[w], seeds[w] + n):
+                for x, _ in curves[w]:
+                    study.enqueue_trial({"log2_lr": x, "width": w, "seed": s})
+        seconds = n * sum(per_seed[w] for w in chosen)
+        study.set_user_attr(f"seed_round_{len(done) + 1}", {
+            "widths": list(chosen), "seeds_added": n, "predicted_seconds": seconds,
+            "because": verdict.inconclusive_because,
+            "next_look_confidence": look_confidence(v.confidence, looks + 1)})
+    where = ", ".join(str(w) for w in chosen)
+    return (f"validation: only intervals straddling their limits stand between the grid and a "
+            f"verdict; {n} more seeds at width {where} (~{seconds:.0f} s), judged again "
+            f"at {look_confidence(v.confidence, looks + 1):.1%}")
+
+
 def extension_rounds(ctx: Context, study: optuna.Study | None, center: float
                      ) -> dict[int, list[float]]:
     """Per grid width, the probability of each growth round still to be queued (a round: one
@@ -177,7 +260,8 @@ def train_grid(ctx: Context, study: optuna.Study, stage: str,
             continue  # others' points first: `work` runs or waits for them
         if not new:
             break
-        ctx.progress.line(f"{stage}: optimum at the grid's edge; extending to log2 lr "
+        ctx.progress.line(new if isinstance(new, str) else
+                          f"{stage}: optimum at the grid's edge; extending to log2 lr "
                           f"{', '.join(f'{x:.2f}' for x in new)}")
         ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
                                  remaining(), calibrated=True, then=then())
@@ -197,11 +281,15 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
     def run(trial: optuna.Trial) -> None:
         x = trial.suggest_float("log2_lr", lo, hi)
         width = trial.suggest_categorical("width", widths)
-        seed = trial.suggest_categorical("seed", list(range(v.seeds)))
+        seed = trial.suggest_categorical("seed", list(range(max_seeds(v))))
         run_one(ctx, study, trial, dict(hp, lr=2.0 ** x), width=width,
                 seed=validation_seed(ctx.cfg.proxy.seed, seed), stage="validation", prune=False)
 
-    train_grid(ctx, study, "validation", run, lambda: extend_grid(ctx, study, center),
+    def extend() -> list[float] | str | None:
+        new = extend_grid(ctx, study, center)
+        return new if new is None or new else add_seed_round(ctx, study, center, hp)
+
+    train_grid(ctx, study, "validation", run, extend,
                lambda: queued_trials(study, lambda p: predict_seconds(ctx, hp, p["width"]),
                                      key=lambda p: p["width"]),
                lambda: extension_seconds(ctx, study, center, hp))
@@ -230,7 +318,8 @@ def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
     """The pure verdict on this run's grid."""
     curves = curves_from(study, ctx.proxies.widths())
     limits = limits_from(ctx.cfg.validation, target_width=target_width,
-                         parametrization=ctx.cfg.proxy.parametrization)
+                         parametrization=ctx.cfg.proxy.parametrization,
+                         looks=looks_taken(ctx, study))
     return judge(curves, None, round(math.log2(tuned_lr), 6), limits, coord)
 
 

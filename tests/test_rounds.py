@@ -1,0 +1,97 @@
+"""Measuring more where it decides (transfer.verdict.rounds): the looks' confidence, which
+widths get more seeds, and a straddling grid that more seeds decide, on synthetic curves."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from transfer.verdict.curves import grid
+from transfer.verdict.judge import INCONCLUSIVE, PASSED, Limits, judge
+from transfer.verdict.rounds import look_confidence, plan_round
+
+COORD_OK = {"passed": True, "max_abs_slope": 0.1}
+XS = grid(-7.0, 7, 0.5)
+
+
+class Grid:
+    """Seed-mean parabolas (1.5× steeper above the optimum) at widths 64 and 256 with a level
+    offset per seed and noise per (point, seed); seeds can be added to one width later."""
+
+    def __init__(self, noise: float, seeds: int = 2, rng_seed: int = 0, vertex: float = -7.0):
+        self.rng, self.noise, self.vertex = np.random.default_rng(rng_seed), noise, vertex
+        self.curves = {w: [(x, []) for x in XS] for w in (64, 256)}
+        for w in self.curves:
+            self.add(w, seeds)
+
+    def add(self, width: int, seeds: int) -> None:
+        offsets = self.rng.normal(0, 0.02, seeds)
+        for x, ys in self.curves[width]:
+            d = x - self.vertex
+            level = 2.6 if width == 64 else 2.45  # the wider model is better, as it is
+            base = level + 0.06 * (1.5 if d > 0 else 1.0) * d * d
+            ys.extend(base + offsets + self.rng.normal(0, self.noise, seeds))
+
+
+def test_each_later_look_is_judged_at_a_stricter_confidence():
+    assert look_confidence(0.9, 1) == pytest.approx(0.9)
+    assert look_confidence(0.9, 2) == pytest.approx(0.95)
+    assert look_confidence(0.9, 3) == pytest.approx(1 - 0.1 / 3)
+
+
+def straddling(rng_seed: int = 10) -> tuple[Grid, object]:
+    """A μP grid (the optimum fixed) whose drift interval straddles ±0.5 at 2 seeds."""
+    g = Grid(noise=0.07, rng_seed=rng_seed)
+    v = judge(g.curves, None, -7.0, Limits(), COORD_OK)
+    return g, v
+
+
+def test_a_straddling_drift_is_the_only_thing_between_the_grid_and_a_verdict():
+    g, v = straddling()
+    assert v.outcome == INCONCLUSIVE and v.more_data_decides, v.reasons
+    assert all("too noisy to tell" in r or "not under" in r for r in v.inconclusive_because)
+
+
+def test_a_round_is_planned_only_where_it_is_predicted_to_decide_within_the_budget():
+    _, v = straddling()
+    seeds = {64: 2, 256: 2}
+    cost = {64: 60.0, 256: 400.0}
+    plan = plan_round(v, base_confidence=0.9, looks=1, seeds=seeds, add=2,
+                      seconds_per_seed=cost, left=5000.0)
+    assert plan is not None
+    widths, n = plan
+    assert set(widths) <= {64, 256} and n % 2 == 0 and n * sum(cost[w] for w in widths) <= 5000
+    # the cheapest plan that decides: none cheaper is predicted to
+    cheaper = plan_round(v, base_confidence=0.9, looks=1, seeds=seeds, add=2,
+                         seconds_per_seed=cost, left=n * sum(cost[w] for w in widths) - 1)
+    assert cheaper is None
+    # nothing fits: no round, rather than a round that cannot decide
+    assert plan_round(v, base_confidence=0.9, looks=1, seeds=seeds, add=2,
+                      seconds_per_seed=cost, left=50.0) is None
+    # a verdict that is not inconclusive on straddling intervals plans nothing
+    passed = judge(Grid(noise=0.002).curves, None, -7.0, Limits(), COORD_OK)
+    assert passed.outcome == PASSED
+    assert plan_round(passed, base_confidence=0.9, looks=1, seeds=seeds, add=2,
+                      seconds_per_seed=cost, left=1e9) is None
+
+
+def test_more_seeds_where_they_decide_reach_a_verdict():
+    """The loop the width grid runs: judge, plan a round, train it, judge again at the next
+    look's confidence; a μP grid that could not tell at 2 seeds passes within two rounds."""
+    g, v = straddling()
+    looks = 1
+    while v.more_data_decides and looks <= 2:
+        seeds = {w: len(g.curves[w][0][1]) for w in g.curves}
+        plan = plan_round(v, base_confidence=0.9, looks=looks, seeds=seeds, add=2,
+                          seconds_per_seed={64: 60.0, 256: 400.0}, left=5000.0)
+        assert plan is not None
+        for w in plan[0]:
+            g.add(w, plan[1])
+        looks += 1
+        v = judge(g.curves, None, -7.0, Limits(confidence=look_confidence(0.9, looks)),
+                  COORD_OK)
+    assert v.outcome == PASSED, v.reasons
+    assert looks > 1 and v.confidence == pytest.approx(look_confidence(0.9, looks))
+    assert math.isfinite(v.drift_log2) and abs(v.drift_log2) < 0.5

@@ -1,0 +1,106 @@
+"""Measure more where it decides: which widths get more seeds, and the looks' confidence.
+
+When a grid is whole and bracketed and the verdict is inconclusive only because intervals
+straddle their limits (`Verdict.more_data_decides`), more seeds at every point of some widths
+narrow them. Seeds, not points: every point of a width is trained with the same seeds, so a
+seed's level offset cancels in the vertex only when it is at every point (`shared_curvature`).
+`add` more seeds at a width that has s scale its vertex's variance by s / (s + add); each
+width's vertex moves the straddling quantities by a known weight: −1, +1 at the narrowest and
+widest for the drift (and the gap, which follows it), the emitted trajectory model's
+prediction weights for the optimum at the target.
+
+A round is planned only where it is predicted to decide: the cheapest set of widths (one
+width, or all of them) and number of seeds (`validation.seeds` or a multiple of it) whose
+extra seeds, within the seconds left, shrink every straddling interval enough to fall inside
+its limit or wholly outside it — at the next look's stricter confidence. The k-th look is judged at 1 − α/k (α = 1 − `validation.confidence`; Bonferroni
+over the looks taken), so a run that looks again does not get more chances at a false verdict
+for free; `benchmarks/validator_power.py --rounds` measures the false-pass rate with the rounds
+(docs/verdict.md). The prediction assumes the estimates stay where they are; the next look
+judges what was measured.
+
+Pure numpy: the width grid (`transfer.verdict.width`) trains what this chooses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from statistics import NormalDist
+
+from transfer.verdict.judge import Verdict
+from transfer.verdict.trajectory import weights as trajectory_weights
+
+__all__ = ["MAX_MULTIPLE", "look_confidence", "plan_round"]
+
+MAX_MULTIPLE = 4  # a round adds at most this many times validation.seeds at a width
+
+
+def look_confidence(confidence: float, looks: int) -> float:
+    """The confidence the `looks`-th look (1-based) is judged at: 1 − α/looks."""
+    return 1.0 - (1.0 - confidence) / max(1, int(looks))
+
+
+def _z(confidence: float) -> float:
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def _straddling(v: Verdict) -> list[tuple[str, float, list[float], dict]]:
+    """(name, estimate, interval, weight per width) of every interval straddling its limit."""
+    w0, w1 = v.widths[0], v.widths[-1]
+    tol, out = v.tolerance_log2, []
+    edges = {w0: -1.0, w1: 1.0}
+    lo, hi = v.drift_ci
+    if not (-tol <= lo and hi <= tol) and not (lo > tol or hi < -tol):
+        out.append(("drift", v.drift_log2, [lo, hi], edges))
+    glo, ghi = v.loss_gap_ci
+    if not ghi <= v.max_gap and not glo > v.max_gap:
+        out.append(("gap", v.loss_gap, [glo, ghi], edges))
+    t = v.trajectory
+    if t and all(math.isfinite(x) for x in t["interval"]):
+        half = max(t["estimate"] - t["interval"][0], t["interval"][1] - t["estimate"])
+        if not half <= tol:
+            c = trajectory_weights(t["model"], t["widths"], t["target_width"])
+            out.append(("target", t["estimate"], list(t["interval"]),
+                        {w: float(x) for w, x in zip(t["widths"], c)}))
+    return out
+
+
+def _decides(name: str, est: float, ci: Sequence[float], shrink: float, v: Verdict) -> bool:
+    lo, hi = est - shrink * (est - ci[0]), est + shrink * (ci[1] - est)
+    tol = v.tolerance_log2
+    if name == "drift":
+        return (-tol <= lo and hi <= tol) or lo > tol or hi < -tol
+    if name == "gap":
+        return hi <= v.max_gap or lo > v.max_gap
+    return max(est - lo, hi - est) <= tol
+
+
+def plan_round(v: Verdict, *, base_confidence: float, looks: int, seeds: Mapping[int, int],
+               add: int, seconds_per_seed: Mapping[int, float], left: float,
+               max_multiple: int = MAX_MULTIPLE) -> tuple[tuple[int, ...], int] | None:
+    """The cheapest (widths, seeds to add at each): one width or all of them, `add` seeds or a
+    multiple of it up to `max_multiple` × — such that every straddling interval, shrunk by the
+    variance the seeds remove and widened to the next look's confidence, decides; None when
+    nothing that fits in `left` seconds (`seconds_per_seed[w]`: one more seed at every point
+    of width w) would, or nothing straddles."""
+    quantities = _straddling(v)
+    half = {w: (v.best_log2_lr_ci[w][1] - v.best_log2_lr_ci[w][0]) / 2 for w in v.widths}
+    if not quantities or not all(math.isfinite(h) for h in half.values()):
+        return None
+    widen = _z(look_confidence(base_confidence, looks + 1)) / _z(v.confidence)
+    sets = [(w,) for w in v.widths] + [tuple(v.widths)]
+    options = sorted(((ws, add * m) for ws in sets for m in range(1, max_multiple + 1)),
+                     key=lambda o: o[1] * sum(seconds_per_seed[w] for w in o[0]))
+    for ws, n in options:
+        if n * sum(seconds_per_seed[w] for w in ws) > left:
+            continue
+        keep = {w: seeds[w] / (seeds[w] + n) if w in ws else 1.0 for w in v.widths}
+        ok = True
+        for name, est, ci, c in quantities:
+            now = sum(c.get(w, 0.0) ** 2 * half[w] ** 2 for w in v.widths)
+            new = sum(c.get(w, 0.0) ** 2 * half[w] ** 2 * keep[w] for w in v.widths)
+            shrink = widen * math.sqrt(new / now) if now > 0 else widen
+            ok = ok and _decides(name, est, ci, shrink, v)
+        if ok:
+            return ws, n
+    return None
