@@ -15,7 +15,7 @@ No Optuna, no config: plain numbers in, a `Verdict` out, so every rule has a tes
 numbers (tests/test_verdict.py) and its power is measured on synthetic curves
 (benchmarks/validator_power.py).
 
-The statistics (a shared-curvature parabola, a parametric bootstrap for its intervals, why
+The statistics (a two-sided shared-curvature parabola, a parametric bootstrap for its intervals, why
 not a bootstrap over seeds) live in `transfer.verdict.shared_curvature`; the grid and its curves in
 `transfer.verdict.curves`.
 """
@@ -209,11 +209,11 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
                               confidence=limits.confidence, scale=limits.interval_scale)
             _trajectory_rules(traj, limits, unk, straddle)
             stats["opt"], stats["opt_ci"] = traj.estimate, traj.interval
-    # Every rejection read off the lr curves needs the evidence a pass needs (the coordinate
-    # check is its own measurement and keeps its rejection): below it, "cannot tell".
     calibration = {"interval_scale": limits.interval_scale,
                    "applies_to": "the optimum's interval at the target (trajectory.interval)",
                    "measured_by": "benchmarks/validator_power.py --coverage"}
+    # Every rejection read off the lr curves needs the evidence a pass needs (the coordinate
+    # check is its own measurement and keeps its rejection): below it, "cannot tell".
     missing = _below_floor(n_seeds, stats, limits)
     if curve_rej and missing:
         unk += [f"not rejected on this evidence ({'; '.join(missing)}), though {r}"
