@@ -12,6 +12,7 @@ re-run by the other jobs (the storage's heartbeats), so the run does not depend 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -87,7 +88,9 @@ def _wait_local(jobs: list) -> dict[str, str]:
 def _outcome(job, state: str) -> tuple[int | None, str]:
     """A job's exit code (None without one) and its line's ending."""
     result = Path(job.paths.result_pickle)
-    deadline = time.time() + RESULT_GRACE_S
+    # a job that ended well may show its result file late on a shared filesystem; a
+    # cancelled, failed or timed-out one will not show one at all
+    deadline = time.time() + (RESULT_GRACE_S if state in ("COMPLETED", "ENDED") else 0.0)
     while not result.exists() and time.time() < deadline:
         time.sleep(1.0)
     if not result.exists():
@@ -121,6 +124,8 @@ class _WaitAll:
         executor.update_parameters(**self._job_params())
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        if "mode" in self.config.hydra.sweep:  # as the plugin does
+            os.chmod(sweep_dir, mode=int(str(self.config.hydra.sweep.mode), 8))
         args = []
         for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
             print(f"#{idx}: {' '.join(filter_overrides(overrides))}", flush=True)
