@@ -138,3 +138,37 @@ def make_postgres_db(postgres_server: tuple[Path, int]) -> Callable[[str], str]:
 def postgres_url(make_postgres_db: Callable[[str], str]) -> str:
     """postgresql://transfer@127.0.0.1:<port>/transfer_test on a real, throwaway server."""
     return make_postgres_db("transfer_test")
+
+
+def slurm_required() -> bool:
+    """CI sets CI_REQUIRE_SLURM=1 (after `.ci/slurm start`) so that no cluster fails, not skips."""
+    return os.environ.get("CI_REQUIRE_SLURM") == "1"
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> str:
+    """A SLURM cluster this process can submit to (`bash .ci/slurm start` makes a one-node one
+    on localhost and prints the SLURM_CONF to export); yields its default partition's name."""
+    why, up, conf = None, [], os.environ.get("SLURM_CONF")
+    if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
+        why = "SLURM clients (sinfo, sbatch) not on PATH"
+    elif conf and not Path(conf).is_file():
+        why = f"SLURM_CONF={conf} does not exist"  # sinfo would retry it for a minute
+    else:
+        try:
+            done = subprocess.run(["sinfo", "--noheader", "--format=%P %a %T"], check=False,
+                                  capture_output=True, text=True, timeout=20)
+            up = [line.split() for line in done.stdout.splitlines()
+                  if line.split()[1:2] == ["up"] and line.split()[2] in ("idle", "mixed")]
+            said = (done.stderr or done.stdout).strip().splitlines()
+            if done.returncode != 0 or not up:
+                why = f"no SLURM partition up with an idle node (sinfo: {said[-1] if said else 'no partitions'})"
+        except subprocess.TimeoutExpired:
+            why = "sinfo did not answer in 20 s (is slurmctld up?)"
+    if why is not None:
+        msg = why + ": run `bash .ci/slurm start` and export the SLURM_CONF it prints"
+        if slurm_required():
+            pytest.fail(msg + " (required: CI_REQUIRE_SLURM=1)")
+        pytest.skip(msg)
+    default = next((p for p, *_ in up if p.endswith("*")), up[0][0])
+    return default.rstrip("*")

@@ -9,6 +9,7 @@ input is checked before the archive is touched.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 
@@ -23,7 +24,7 @@ from transfer.run import predict
 from transfer.run.assemble import finalize, write_partial
 from transfer.run.planner import make_context, plan_sweep
 from transfer.run.reuse import reuse_archived
-from transfer.run.workers import resolve_workers, start_workers, threads_per_process
+from transfer.run.workers import resolve_workers, start_workers, threads_per_process, visible_gpus
 from transfer.search import BudgetStop, run_stages
 from transfer.search.phases import process_age, timed
 from transfer.search.storage import make_storage
@@ -50,8 +51,11 @@ def run_sweep(cfg) -> int:
     started = time.time()
     phases = {"startup": process_age()}  # interpreter, imports, Hydra: before this function
     cfg: Config = as_config(cfg)
+    gpus = visible_gpus(str(cfg.device), os.environ.get("CUDA_VISIBLE_DEVICES"),
+                        torch.cuda.device_count())
     if cfg.workers == "auto":  # a number from here on (workers and the fingerprint alike)
-        cfg = dataclasses.replace(cfg, workers=resolve_workers(cfg.workers, str(cfg.device)))
+        cfg = dataclasses.replace(cfg, workers=resolve_workers(cfg.workers, str(cfg.device),
+                                                               gpus=len(gpus)))
     plan = plan_sweep(cfg)
     if cfg.workers > 1:  # this process trains one share of the cores, like each worker; the
         torch.set_num_threads(threads_per_process(cfg.workers))  # probes time that share
@@ -85,7 +89,7 @@ def run_sweep(cfg) -> int:
     ctx.prediction = pred
     ctx.progress.line(predict.line(pred, phases))
     # after the probes: they time an idle machine
-    procs, _ = start_workers(dataclasses.asdict(cfg), _worker_job)
+    procs, _ = start_workers(dataclasses.asdict(cfg), _worker_job, gpus=gpus)
     try:
         with timed(ctx.phases, "stages"):
             hp = run_stages(ctx)

@@ -40,7 +40,11 @@ def compose(overrides: Sequence[str] = ()):
 
 
 def hydra_main(task):
-    """`@hydra.main` over the packaged conf/, calling `task(cfg)` and exiting with its code."""
+    """`@hydra.main` over the packaged conf/, calling `task(cfg)` and exiting with its code.
+
+    In a multirun (`-m`) each job returns its code instead: exiting would end the whole sweep
+    after its first job under Hydra's basic launcher, and leave a submitit job without its
+    result file (`transfer.cli.launcher` collects the codes and exits with the run's)."""
     import sys
 
     import hydra
@@ -49,8 +53,14 @@ def hydra_main(task):
 
     @hydra.main(config_path=f"pkg://{CONF_MODULE}", config_name=CONFIG_NAME,
                 version_base=VERSION_BASE)
-    def _main(cfg) -> None:
-        sys.exit(task(cfg))
+    def _main(cfg) -> int | None:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        code = task(cfg)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            return code
+        sys.exit(code)
 
     _main()
 

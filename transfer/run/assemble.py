@@ -207,7 +207,7 @@ def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
                             targets={"width": int(cfg.model.d_model),
                                      "depth": int(cfg.model.n_layers)})
         if checks is None:
-            ctx.progress.line("validation done; another worker writes the results")
+            ctx.progress.line("validation done; another worker writes the results (or wrote them)")
             return EXIT_OK
     v = None if checks is None else checks.verdict
     depth_v = None if checks is None else checks.depth

@@ -180,6 +180,14 @@ def this_process() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def this_launch(environ: Mapping[str, str] | None = None) -> str | None:
+    """The launch this process is one job of: its SLURM job array (every job of one
+    `hydra/launcher=slurm` command shares it), else its SLURM job; None outside SLURM."""
+    env = os.environ if environ is None else environ
+    job = env.get("SLURM_ARRAY_JOB_ID") or env.get("SLURM_JOB_ID")
+    return f"slurm:{job}" if job else None
+
+
 def mark_owner(trial: optuna.Trial) -> None:
     """Record which process runs `trial`; call first thing in the objective. A user attr: the
     public API (and the dashboard shows it); `close_orphaned_trials` also reads a system attr."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 
 import optuna
@@ -64,7 +65,11 @@ def take_trial(ctx: Context, study: optuna.Study, total: int | None) -> optuna.T
         # Queued trials (incumbent, retries, the validator's grid) are popped first by `ask`;
         # with a stage count, a leftover duplicate retry never pushes the stage past it.
         if (waiting if total is None else finished + running < total):
-            trial = study.ask()
+            with warnings.catch_warnings():
+                # Optuna warns that heartbeats are meant for Study.optimize; _Heartbeat below
+                # records them for our own loop, so the warning is noise in every job's log
+                warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed")
+                trial = study.ask()
             mark_owner(trial)
             return trial
         return "wait" if running else "done"

@@ -21,7 +21,7 @@ import optuna
 
 from transfer.search import Context
 from transfer.search.phases import timed
-from transfer.search.storage import FINALIZE_CLAIM, owner_alive, this_process
+from transfer.search.storage import FINALIZE_CLAIM, owner_alive, this_launch, this_process
 from transfer.verdict import depth, horizon
 from transfer.verdict.coord import CoordResult
 from transfer.verdict.judge import Verdict, verdict_lines
@@ -149,10 +149,15 @@ def run_grids(ctx: Context, hp: dict) -> optuna.Study | None:
 
 
 def _claim(ctx: Context, study: optuna.Study) -> bool:
-    """True for exactly one live worker of the run: the one that writes the results."""
+    """True for exactly one live worker of the run: the one that writes the results. A job
+    that starts after another job of its launch wrote them (a SLURM array with more tasks than
+    slots) leaves them: a launch emits once; a later launch (a rerun) writes them again."""
     me = this_process()
     with ctx.lock():
         claim = study.user_attrs.get(FINALIZE_CLAIM)
+        if claim and claim["done"] and claim.get("launch") is not None \
+                and claim.get("launch") == this_launch():
+            return False
         if claim and claim["owner"] != me and owner_alive(claim["owner"]):
             stale = not claim["done"] and time.time() - claim["time"] > 600
             if not stale:
@@ -181,4 +186,5 @@ def run_checks(ctx: Context, hp: dict, *, coord_plotted: bool,
 
 def mark_finalized(study: optuna.Study) -> None:
     """Every result file is written: a later claim by another worker is not stale."""
-    study.set_user_attr(FINALIZE_CLAIM, {"owner": this_process(), "time": time.time(), "done": True})
+    study.set_user_attr(FINALIZE_CLAIM, {"owner": this_process(), "time": time.time(),
+                                         "done": True, "launch": this_launch()})

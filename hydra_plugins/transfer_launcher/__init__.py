@@ -1,0 +1,1 @@
+"""transfer's Hydra launcher plugins (launchers.py)."""
