@@ -12,13 +12,13 @@ them. `config_dict` is plain Python; only `granite_config` and `write_config` ne
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-INSTALL_HINT = "pip install -e '.[hf]'"
+from transfer.core.hf_config import INSTALL_HINT, transformers_or_none  # noqa: F401 (re-exported)
+
 DEFAULT_ROPE_THETA = 10000.0  # Llama 2's base; conf/model/*.yaml may set rope_theta
 DEFAULT_NORM_EPS = 1e-5  # Llama 2/3's rms_norm_eps; conf/model/*.yaml may set norm_eps
 # What GraniteForCausalLM's fixed architecture can express (pre-norm RMSNorm, gated SiLU MLP,
@@ -93,30 +93,6 @@ def config_dict(target: Mapping) -> dict[str, Any]:
             out["max_position_embeddings"] = max(out["max_position_embeddings"],
                                                  int(orig * factor))
     return out
-
-
-def transformers_or_none():
-    """The `transformers` module, or None when it is not installed.
-
-    Imported with torchvision hidden: transformers imports torchvision when it is installed, and
-    the torchvision that `mup` pulls in need not match the installed torch (CPU torch with the
-    default torchvision fails with "operator torchvision::nms does not exist"). Nothing here needs
-    it; the hiding ends once transformers has cached "torchvision is absent".
-    """
-    hide = "torchvision" not in sys.modules
-    if hide:
-        sys.modules["torchvision"] = None  # importlib.util.find_spec → None: "not installed"
-    try:
-        import transformers
-        from transformers.utils import import_utils
-
-        import_utils.is_torchvision_available()  # computed (and cached) while hidden
-        return transformers
-    except ImportError:
-        return None
-    finally:
-        if hide and sys.modules.get("torchvision", 0) is None:
-            del sys.modules["torchvision"]
 
 
 def granite_config(target: Mapping, **overrides: Any):
