@@ -29,6 +29,7 @@ __all__ = ["GROUP_ROLES", "ROLE_PATTERNS", "Assigned", "assign", "init_", "load_
 ZERO_INIT_ROLES: dict[str, frozenset[str]] = {
     "attention q": frozenset(("attn_q",)),
     "readout": frozenset(("readout",)),
+    "biases": frozenset(("bias",)),
 }
 
 
@@ -134,8 +135,8 @@ def init_(model: nn.Module, target: Mapping, *, seed: int = 0, strict: bool = Tr
                 a.param.zero_()
             elif a.role in _zero_roles(a.group) or std == 0:
                 a.param.zero_()
-            elif std is None:  # vector group: init "ones" (norm gains)
-                a.param.fill_(1.0)
+            elif std is None:  # vector group: gain 1 (w = 1, or w = 0 where the gain is 1 + w)
+                a.param.fill_(0.0 if a.group.get("init") == "zeros" else 1.0)
             else:
                 a.param.copy_(torch.randn(a.param.shape, generator=gen) * float(std))
     return model
