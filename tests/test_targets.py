@@ -235,3 +235,143 @@ def test_attention_softcap_changes_only_large_scores():
             m.blocks[0].attn.q.weight.normal_(0, 10.0, generator=torch.Generator().manual_seed(2))
         capped.blocks[0].attn.softcap = 1.0  # scores now far above the cap
         assert not torch.allclose(capped(x), plain(x), atol=1e-3)
+
+
+# ---- emission: hf/config.json in the family's class, transfer.apply on its HF model ----------
+SMALL_HF = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2)
+# parameter name ending → the target.yaml group it belongs to, written out per family
+QWEN_GROUPS = {"embed_tokens.weight": "embedding", "q_proj.weight": "hidden_attn",
+               "k_proj.weight": "hidden_attn", "v_proj.weight": "hidden_attn",
+               "o_proj.weight": "hidden_attn", "q_proj.bias": "vector_block",
+               "k_proj.bias": "vector_block", "v_proj.bias": "vector_block",
+               "gate_proj.weight": "hidden_mlp_in", "up_proj.weight": "hidden_mlp_in",
+               "down_proj.weight": "hidden_mlp_down", "input_layernorm.weight": "vector_block",
+               "post_attention_layernorm.weight": "vector_block",
+               "model.norm.weight": "vector_final"}
+GEMMA_GROUPS = {**{k: v for k, v in QWEN_GROUPS.items() if not k.endswith("bias")},
+                "q_proj.weight": "hidden_attn_qkv", "k_proj.weight": "hidden_attn_qkv",
+                "v_proj.weight": "hidden_attn_qkv", "o_proj.weight": "hidden_attn_o",
+                "pre_feedforward_layernorm.weight": "vector_block",
+                "post_feedforward_layernorm.weight": "vector_block"}
+
+
+def family_target(name: str) -> dict:
+    return emitted([f"model={name}"])
+
+
+@pytest.mark.parametrize(("name", "cls"), [("qwen2.5-3b", "Qwen2Config"),
+                                           ("gemma2-2b", "Gemma2Config"),
+                                           ("llama3.2-3b", "GraniteConfig")])
+def test_hf_config_is_granite_where_it_can_be_else_the_familys(name, cls, tmp_path, transformers):
+    from transfer.archive import Archive
+    from transfer.outputs import hf
+
+    t = family_target(name)
+    a = Archive(tmp_path)
+    a.create_run("r", fingerprint="f00d")
+    assert hf.write_config(a, "r", t) is None
+    cfg = transformers.AutoConfig.from_pretrained(tmp_path / "r" / "hf")
+    assert type(cfg).__name__ == cls
+    assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size, cfg.tie_word_embeddings) == (
+        t["model"]["d_model"], t["model"]["n_layers"], t["model"]["vocab_size"], True)
+    if cls == "Gemma2Config":  # μP's attention scale, held by Gemma 2's own field
+        assert cfg.query_pre_attn_scalar ** -0.5 == pytest.approx(t["mup"]["attn_scale"])
+        assert (cfg.head_dim, cfg.attn_logit_softcapping, cfg.final_logit_softcapping) == (
+            256, 50.0, 30.0)
+
+
+@pytest.mark.parametrize(("name", "table"), [("qwen2.5-3b", QWEN_GROUPS),
+                                             ("gemma2-2b", GEMMA_GROUPS)])
+def test_apply_puts_every_parameter_of_the_familys_model_in_its_group(name, table,
+                                                                     transformers):
+    from transfer.outputs import apply, hf
+
+    t = family_target(name)
+    overrides = dict(SMALL_HF, head_dim=32) if name == "gemma2-2b" else SMALL_HF
+    model = transformers.AutoModelForCausalLM.from_config(hf.hf_config(t, **overrides))
+    assigned = apply.assign(model, t, strict=False)
+    assert len(assigned) == len(list(model.parameters()))
+    for a in assigned:
+        want = [g for end, g in table.items() if a.name.endswith(end)]
+        assert want == [a.group["name"]], a.name
+    groups = apply.param_groups(model, t, strict=False)
+    ids = [id(p) for g in groups for p in g["params"]]
+    assert sorted(ids) == sorted(id(p) for p in model.parameters())  # each exactly once
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-3b", "gemma2-2b"])
+def test_apply_sets_the_multipliers_the_config_cannot_hold(name, transformers):
+    from transfer.outputs import apply, hf
+
+    t, mup = family_target(name), family_target(name)["mup"]
+    overrides = dict(SMALL_HF, head_dim=32) if name == "gemma2-2b" else SMALL_HF
+    model = transformers.AutoModelForCausalLM.from_config(hf.hf_config(t, **overrides))
+    apply.init_(model, t, strict=False)
+    s, r = mup["logits_scale"], mup["residual_mult"]
+    assert s != 1 and r != 1  # the presets' targets are wider and deeper than the proxies
+    gain = model.model.norm.weight + (1.0 if name == "gemma2-2b" else 0.0)
+    torch.testing.assert_close(gain, torch.full_like(gain, s))  # the readout input × s
+    groups = {g["name"]: g for g in apply.param_groups(model, t, strict=False)}
+    final = next(g for g in t["param_groups"] if g["name"] == "vector_final")
+    assert groups[f"vector_final*{s:.6g}"]["lr"] == pytest.approx(final["lr"] * s)
+    assert groups[f"vector_final*{s:.6g}"]["eps"] == pytest.approx(final["eps"] / s)
+    layer = model.model.layers[0]
+    if name == "qwen2.5-3b":
+        assert layer.self_attn.scaling == pytest.approx(mup["attn_scale"])
+        hidden = next(g for g in t["param_groups"] if g["name"] == "hidden_attn")
+        assert layer.self_attn.o_proj.weight.std().item() == pytest.approx(
+            hidden["init_std"] * r, rel=0.1)
+        assert apply.trainer_must_add(model, t) == []
+    else:
+        assert model.model.embed_tokens.embed_scale.item() == pytest.approx(
+            mup["embedding_multiplier"]) and mup["embedding_multiplier"] == 8.0
+        torch.testing.assert_close(layer.post_attention_layernorm.weight + 1,
+                                   torch.full((64,), r))
+        torch.testing.assert_close(layer.pre_feedforward_layernorm.weight, torch.zeros(64))
+
+
+def test_a_multiplier_moved_into_a_parameter_trains_the_same_under_adam():
+    """The rule `multipliers` rests on: y = c·(w x) with (w, lr, ε) equals y = w' x with
+    (c·w, c·lr, ε/c), step for step under AdamW (decay / c)."""
+    c, lr, eps, wd = 0.25, 1e-2, 1e-8, 0.1
+    gen = torch.Generator().manual_seed(0)
+    x, w0 = torch.randn(8, 16, generator=gen), torch.randn(4, 16, generator=gen)
+    w, w2 = w0.clone().requires_grad_(), (c * w0).clone().requires_grad_()
+    opt = torch.optim.AdamW([w], lr=lr, eps=eps, weight_decay=wd)
+    opt2 = torch.optim.AdamW([w2], lr=lr * c, eps=eps / c, weight_decay=wd / c)
+    for _ in range(5):
+        for o, loss in ((opt, (c * (x @ w.T)).pow(2).mean()), (opt2, (x @ w2.T).pow(2).mean())):
+            o.zero_grad()
+            loss.backward()
+            o.step()
+    torch.testing.assert_close(w2, c * w)
+
+
+class _EmbeddingTimesSqrtWidth:
+    """Gemma's own rule on the proxy family: embeddings × √width at every width."""
+
+    def __init__(self, fam: TransformerFamily):
+        self.fam, self.seq_len, self.parametrization = fam, fam.seq_len, fam.parametrization
+
+    def check_width(self, width: int) -> None:
+        self.fam.check_width(width)
+
+    def build(self, width: int, seed: int = 0):
+        return self.fam.replace(embedding_scale=math.sqrt(width)).build(width, seed=seed)
+
+
+def test_the_coordinate_check_rejects_sqrt_width_and_passes_the_constant_the_sweep_uses():
+    """The reason target.yaml gives for holding Gemma's normaliser constant (emit.SQRT_WIDTH_NOT_MUP)
+    is the validator's own: its coordinate check rejects embeddings × √width."""
+    from transfer.core.data import stdlib_corpus
+    from transfer.verdict.coord import coord_check
+
+    fam = TransformerFamily(n_layers=1, d_head=8, seq_len=32, base_width=32, **{
+        k: v for k, v in GEMMA.items() if k != "embedding_scale"})
+    corpus, widths = stdlib_corpus(), [32, 64, 128, 256]
+    own = coord_check(_EmbeddingTimesSqrtWidth(fam), widths=widths, corpus=corpus, steps=4)
+    held = coord_check(fam.replace(embedding_scale=math.sqrt(32)), widths=widths, corpus=corpus,
+                       steps=4)
+    assert not own.passed and own.max_abs_slope > 0.25
+    assert held.passed, held.slopes
