@@ -294,6 +294,12 @@ def _not_transferred(m: dict, w: dict, proxy: dict, d_head: int, train: dict,
                                 f"{attn_width} ≠ d_model {m['d_model']}; the proxies keep heads × "
                                 "d_head = width (their d_head is fixed, heads grow): the output "
                                 "projection's μP factors follow its own fan-in at the target"})
+    if m.get("rope_scaling"):
+        items.append({"name": "rope_scaling", "value": dict(m["rope_scaling"]),
+                      "reason": "rescales rotary wavelengths for contexts past the original "
+                                f"pretraining one, far beyond the proxies' {p_seq} tokens: the "
+                                "proxies use the plain rope_theta, and it does not bear on the "
+                                "lr (hf/config.json carries it)"})
     if m.get("sliding_window"):
         items.append({"name": "sliding_window", "value": int(m["sliding_window"]),
                       "reason": f"local attention over {m['sliding_window']} tokens is wider than "
