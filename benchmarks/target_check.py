@@ -67,6 +67,12 @@ TARGETS = {"width": {"d_model": 512, "n_layers": 2}, "depth": {"d_model": 64, "n
            "both": {"d_model": 384, "n_layers": 4}, "proxy": {"d_model": 64, "n_layers": 2}}
 SHAPE = {"model": "3b", "d_head": 16, "kv_group": 2, "ffn_ratio": 2.666667, "seq_len": 128,
          "budget": "default"}
+# --model: the family whose architecture the targets keep, each pinned to what its proxies derive
+# at width 64 (so the emitting sweeps reuse `python -m transfer.sweep model=<name>`'s trials).
+# Qwen2.5 3B: ffn 11008 / 2048, 8 query heads per kv head, which 4 proxy heads reduce to 4;
+# the target trains as Qwen2ForCausalLM (hf/config.json is a Qwen2Config: q/k/v biases).
+MODEL_SHAPES = {"3b": SHAPE,
+                "qwen2.5-3b": dict(SHAPE, model="qwen2.5-3b", kv_group=4, ffn_ratio=5.375)}
 SMOKE_TARGETS = {"width": {"d_model": 128, "n_layers": 1}}
 SMOKE_SHAPE = {"model": "tiny", "d_head": 8, "kv_group": 2, "ffn_ratio": 4, "seq_len": 32,
                "budget": "smoke"}
@@ -93,6 +99,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--smoke", action="store_true", help="tiny sizes: the plumbing only")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--override", action="append", default=[], help="extra sweep override")
+    p.add_argument("--model", default="3b", choices=sorted(MODEL_SHAPES),
+                   help="the target family (default 3b: Llama 3.2 3B's, trained as Granite)")
     p.add_argument("--archive", type=Path, default=None,
                    help="the sweeps' archive (default --out/sweeps): one holding the README main "
                         "command's runs (μP and SP) re-emits for each target without training")
@@ -104,7 +112,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error(f"unknown target {bad[0]!r}; available: {', '.join(table)}")
     if args.seeds < 2:
         p.error(f"--seeds must be >= 2 (one seed cannot tell noise from signal), got {args.seeds}")
-    args.shape = SMOKE_SHAPE if args.smoke else SHAPE
+    args.shape = SMOKE_SHAPE if args.smoke else MODEL_SHAPES[args.model]
     args.table = table
     return args
 
@@ -112,7 +120,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 # ---- 1. the sweep that emits for the target ------------------------------------------------
 def overrides(args, target: dict, parametrization: str) -> list[str]:
     s, heads = args.shape, target["d_model"] // args.shape["d_head"]
-    name = f"target-check-{target['d_model']}x{target['n_layers']}-{parametrization}-{s['budget']}"
+    family = "" if s["model"] in ("3b", "tiny") else f"{s['model']}-"  # 3b: the cache's names
+    name = (f"target-check-{family}{target['d_model']}x{target['n_layers']}-{parametrization}-"
+            f"{s['budget']}")
     ovr = [f"budget={s['budget']}", f"model={s['model']}", "model.name=target_check",
            f"name={name}",
            "model.source='benchmarks/target_check.py, not a published model'",
@@ -149,7 +159,7 @@ def train_point(run_dir: Path, target: dict, cfg, hp: dict, corpus, *, log2_lr: 
     seq_len = int(target["model"]["seq_len"])
     spec = train_spec(cfg, dict(hp, lr=2.0 ** log2_lr), width=int(target["model"]["d_model"]),
                       seed=seed, seq_len=seq_len)
-    model = hf.granite_model(run_dir)
+    model = hf.hf_model(run_dir)  # the class hf/config.json names: Granite, Qwen2, Gemma 2
     apply.init_(model, target, seed=seed)
     groups = apply.param_groups(model, target)
     # The groups' lr in target.yaml are the launch lr (train.lr: lr_transferred × the horizon

@@ -22,22 +22,33 @@ from proxies.source_hash import sources_sha256
 from transfer.core import params, rules
 
 NORMS = ("rmsnorm", "layernorm")
-MLPS = ("swiglu", "gelu")
+MLPS = ("swiglu", "geglu", "gelu")  # geglu: Gemma's gated tanh-GELU
 POSITIONS = ("rope", "learned")
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, d: int, eps: float = 1e-6):
+    """RMSNorm; `unit_offset`: the gain is stored as w and applied as (1 + w), w starting at 0
+    (Gemma's). Under Adam the two are one parametrization shifted by a constant."""
+
+    def __init__(self, d: int, eps: float = 1e-6, unit_offset: bool = False):
         super().__init__()
-        self.eps = eps
+        self.eps, self.unit_offset = eps, unit_offset
         self.weight = nn.Parameter(torch.ones(d))
 
     def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+        gain = 1.0 + self.weight if self.unit_offset else self.weight
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * gain
 
 
-def _norm(kind: str, d: int, eps: float = 1e-6) -> nn.Module:
-    return RMSNorm(d, eps) if kind == "rmsnorm" else nn.LayerNorm(d, eps=eps, bias=False)
+def _norm(kind: str, d: int, eps: float = 1e-6, unit_offset: bool = False) -> nn.Module:
+    if kind == "rmsnorm":
+        return RMSNorm(d, eps, unit_offset)
+    return nn.LayerNorm(d, eps=eps, bias=False)
+
+
+def softcap(x: torch.Tensor, cap: float | None) -> torch.Tensor:
+    """cap · tanh(x / cap) (Gemma 2's logit soft-capping); x itself when cap is None."""
+    return x if cap is None else cap * torch.tanh(x / cap)
 
 
 def _rope_tables(seq_len: int, d_head: int, device=None, theta: float = 10000.0
@@ -55,15 +66,16 @@ def _apply_rope(x, cos, sin):  # x: (B, H, T, d_head)
 
 
 class Attention(nn.Module):
-    def __init__(self, width: int, d_head: int, kv_group: int, scale: float, rope: bool):
+    def __init__(self, width: int, d_head: int, kv_group: int, scale: float, rope: bool,
+                 qkv_bias: bool = False, o_bias: bool = False, softcap: float | None = None):
         super().__init__()
         self.n_heads, self.d_head = width // d_head, d_head
         self.n_kv = self.n_heads // kv_group
-        self.scale, self.rope = scale, rope
-        self.q = nn.Linear(width, self.n_heads * d_head, bias=False)
-        self.k = nn.Linear(width, self.n_kv * d_head, bias=False)
-        self.v = nn.Linear(width, self.n_kv * d_head, bias=False)
-        self.o = nn.Linear(self.n_heads * d_head, width, bias=False)
+        self.scale, self.rope, self.softcap = scale, rope, softcap
+        self.q = nn.Linear(width, self.n_heads * d_head, bias=qkv_bias)
+        self.k = nn.Linear(width, self.n_kv * d_head, bias=qkv_bias)
+        self.v = nn.Linear(width, self.n_kv * d_head, bias=qkv_bias)
+        self.o = nn.Linear(self.n_heads * d_head, width, bias=o_bias)
 
     def forward(self, x, cos, sin):
         b, t, _ = x.shape
@@ -75,36 +87,52 @@ class Attention(nn.Module):
         if self.n_kv != self.n_heads:  # grouped-query attention: share each kv head
             rep = self.n_heads // self.n_kv
             k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
+        if self.softcap is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
+        else:  # capped scores, then the causal softmax (no fused kernel takes a cap)
+            s = softcap((q @ k.transpose(-2, -1)) * self.scale, self.softcap)  # (B, H, T, T)
+            causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+            y = s.masked_fill(~causal, float("-inf")).softmax(-1) @ v  # (B, H, T, dh)
         return self.o(y.transpose(1, 2).reshape(b, t, -1))
 
 
 class MLP(nn.Module):
-    def __init__(self, width: int, d_ff: int, kind: str):
+    def __init__(self, width: int, d_ff: int, kind: str, bias: bool = False):
         super().__init__()
         self.kind = kind
-        self.up = nn.Linear(width, d_ff, bias=False)
-        self.gate = nn.Linear(width, d_ff, bias=False) if kind == "swiglu" else None
-        self.down = nn.Linear(d_ff, width, bias=False)
+        self.up = nn.Linear(width, d_ff, bias=bias)
+        self.gate = nn.Linear(width, d_ff, bias=bias) if kind in ("swiglu", "geglu") else None
+        self.down = nn.Linear(d_ff, width, bias=bias)
 
     def forward(self, x):
         if self.kind == "swiglu":
             return self.down(F.silu(self.gate(x)) * self.up(x))
+        if self.kind == "geglu":  # Gemma's gelu_pytorch_tanh, gated
+            return self.down(F.gelu(self.gate(x), approximate="tanh") * self.up(x))
         return self.down(F.gelu(self.up(x)))
 
 
 class Block(nn.Module):
     def __init__(self, width, d_ff, fam: TransformerFamily, scale: float):
         super().__init__()
-        self.norm1 = _norm(fam.norm, width, fam.norm_eps)
-        self.norm2 = _norm(fam.norm, width, fam.norm_eps)
-        self.attn = Attention(width, fam.d_head, fam.kv_group, scale, fam.positions == "rope")
-        self.mlp = MLP(width, d_ff, fam.mlp)
+        off = fam.norm_unit_offset
+        self.norm1 = _norm(fam.norm, width, fam.norm_eps, off)
+        if fam.sandwich_norm:  # Gemma 2: a norm on each branch's output too
+            self.post_norm1 = _norm(fam.norm, width, fam.norm_eps, off)
+        self.norm2 = _norm(fam.norm, width, fam.norm_eps, off)
+        if fam.sandwich_norm:
+            self.post_norm2 = _norm(fam.norm, width, fam.norm_eps, off)
+        self.attn = Attention(width, fam.d_head, fam.kv_group, scale, fam.positions == "rope",
+                              fam.qkv_bias, fam.o_bias, fam.attn_softcap)
+        self.mlp = MLP(width, d_ff, fam.mlp, fam.mlp_bias)
+        self.sandwich = fam.sandwich_norm
         self.residual_mult = fam.residual_mult  # m_L^-α on both branches (CompleteP Table 1)
 
     def forward(self, x, cos, sin):
-        x = x + self.residual_mult * self.attn(self.norm1(x), cos, sin)
-        return x + self.residual_mult * self.mlp(self.norm2(x))
+        a = self.attn(self.norm1(x), cos, sin)
+        x = x + self.residual_mult * (self.post_norm1(a) if self.sandwich else a)
+        m = self.mlp(self.norm2(x))
+        return x + self.residual_mult * (self.post_norm2(m) if self.sandwich else m)
 
 
 class _FrozenScaleReadout(MuReadout):
@@ -153,7 +181,7 @@ class Transformer(nn.Module):
         self.pos_emb = nn.Embedding(fam.seq_len, width) if fam.positions == "learned" else None
         self.blocks = nn.ModuleList(Block(width, fam.d_ff(width), fam, scale)
                                     for _ in range(fam.n_layers))
-        self.norm = _norm(fam.norm, width, fam.norm_eps)
+        self.norm = _norm(fam.norm, width, fam.norm_eps, fam.norm_unit_offset)
         tied = self.tok_emb.weight if fam.tied_embeddings else None
         if fam.parametrization == "sp":
             self.readout = _SPReadout(width, fam.vocab_size, fam.output_mult, weight=tied)
@@ -167,12 +195,12 @@ class Transformer(nn.Module):
         self.register_buffer("rope_sin", torch.empty(0), persistent=False)
 
     def forward(self, tokens):  # (B, T)
-        x = self.tok_emb(tokens) * self.fam.input_mult  # (B, T, C)
+        x = self.tok_emb(tokens) * (self.fam.input_mult * self.fam.embedding_scale)  # (B, T, C)
         if self.pos_emb is not None:
             x = x + self.pos_emb.weight[: tokens.shape[1]]
         for block in self.blocks:
             x = block(x, self.rope_cos, self.rope_sin)
-        return self.readout(self.norm(x))  # (B, T, V)
+        return softcap(self.readout(self.norm(x)), self.fam.logit_softcap)  # (B, T, V)
 
 
 @dataclass(frozen=True)
@@ -206,6 +234,19 @@ class TransformerFamily:
     # whose lr optimum holds across depth in their Fig. 1; 0 is width-only μP (no depth rule).
     depth_alpha: float = rules.DEPTH_ALPHA
     base_depth: int | None = None  # None: = n_layers, so the stages tune at m_L = 1
+    # The target family's own features (model.*: Qwen2's q/k/v biases; Gemma 2's (1 + w) norms,
+    # sandwich norms and soft-capping). Biases are vectors: zero init, lr without width factor.
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    norm_unit_offset: bool = False
+    sandwich_norm: bool = False
+    attn_softcap: float | None = None  # cap·tanh(s / cap) on attention scores
+    logit_softcap: float | None = None  # the same on the output logits, after μP's scale
+    # A constant on the embedding output beside input_mult. Gemma's √d_model grows with width,
+    # which μP forbids (an input layer's output must not grow with width): the sweep passes
+    # √base_width, the normaliser at the base, held at every width.
+    embedding_scale: float = 1.0
 
     def __post_init__(self):
         for name, allowed in (("norm", NORMS), ("mlp", MLPS), ("positions", POSITIONS),
@@ -222,9 +263,12 @@ class TransformerFamily:
             if getattr(self, name) < 1:
                 raise ValueError(f"proxy.{name} must be >= 1, got {getattr(self, name)}")
         for name in ("ffn_ratio", "attn_mult", "input_mult", "output_mult", "init_std",
-                     "rope_theta", "norm_eps"):
+                     "rope_theta", "norm_eps", "embedding_scale"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"proxy.{name} must be > 0, got {getattr(self, name)}")
+        for name in ("attn_softcap", "logit_softcap"):
+            if getattr(self, name) is not None and not getattr(self, name) > 0:
+                raise ValueError(f"proxy.{name} must be > 0 or None, got {getattr(self, name)}")
         self.check_width(self.base_width, field="proxy.base_width")
 
     # ---- shape arithmetic -------------------------------------------------------------
@@ -328,11 +372,13 @@ class TransformerFamily:
         optimizer groups and the emitter read."""
         gen = torch.Generator(device="cpu").manual_seed(seed)
         classes, v = self.param_classes(model.width), self.base_values()
+        offset = {f"{n}.weight" for n, m in model.named_modules()
+                  if isinstance(m, RMSNorm) and m.unit_offset}  # gain 1 + w: w = 0
         for name, p in model.named_parameters():
             std = params.init_std(classes[name], v, tied=self.tied_embeddings)
             with torch.no_grad():
                 if std is None:
-                    p.fill_(1.0)
+                    p.fill_(0.0 if name in offset else 1.0)
                 else:
                     p.copy_(torch.randn(p.shape, generator=gen) * std)
 

@@ -25,7 +25,9 @@ COST_CONF = {"n_gpus": 256, "buffer": 0.3, "naive_token_fraction": 0.01,
 @pytest.mark.parametrize(("name", "published"), [
     ("7b", 6_738_415_616),  # Llama 2 7B, meta-llama/Llama-2-7b-hf safetensors total
     ("1b", 1_235_814_400),  # Llama 3.2 1B (tied), meta-llama/Llama-3.2-1B
-    ("3b", 3_212_749_824),  # Llama 3.2 3B (tied), meta-llama/Llama-3.2-3B
+    ("llama3.2-3b", 3_212_749_824),  # Llama 3.2 3B (tied), meta-llama/Llama-3.2-3B
+    ("qwen2.5-3b", 3_085_938_688),  # Qwen2.5 3B (tied; q/k/v biases), "3.09B" (model card)
+    ("gemma2-2b", 2_614_341_888),  # Gemma 2 2B (tied; head_dim 256, 4 norms a layer), "2.6B"
 ])
 def test_target_params_match_published_counts(name, published):
     assert cost.target_params(load("model", name))["n_params"] == published
@@ -39,7 +41,7 @@ def test_flops_params_drop_only_the_input_embedding_when_untied():
 
 
 def test_tied_table_counts_once_as_the_readout_matmul():
-    m = load("model", "3b")
+    m = load("model", "llama3.2-3b")
     p = cost.target_params(m)
     untied = cost.target_params(dict(m, tied_embeddings=False))
     assert p["n_params_flops"] == p["n_params"]  # the one table is the readout matmul

@@ -25,7 +25,12 @@ PROXY = {"parametrization": "mup", "width": 128, "validation_width": 512, "n_lay
 
 
 def load_model(name: str) -> dict:
-    return yaml.safe_load((CONF / "model" / f"{name}.yaml").read_text())
+    """conf/model/<name>.yaml as composed (an alias such as 3b resolves to its preset)."""
+    import dataclasses
+
+    from transfer.core.compose import as_config, compose
+
+    return dataclasses.asdict(as_config(compose([f"model={name}"])).model)
 
 
 def make(name: str = "7b", *, validated: bool = True, proxy: dict | None = None,

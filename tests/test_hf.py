@@ -3,6 +3,7 @@ and against what GraniteForCausalLM actually does with them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from helpers_target import group, small_target
 
 from transfer.archive import Archive
 from transfer.cli.sweep import sweep
-from transfer.core.compose import CONF_DIR
+from transfer.core.compose import as_config, compose
 from transfer.outputs import apply, hf
 
 
@@ -162,8 +163,7 @@ def test_a_sweep_writes_a_loadable_hf_config(tmp_path, transformers):
 @pytest.mark.parametrize("name", ["1b", "3b", "7b", "tiny"])
 def test_every_shipped_model_gives_a_granite_config(name, transformers):
     """conf/model/*.yaml as emitted: Granite accepts them and keeps shapes and tying."""
-    model = yaml.safe_load((CONF_DIR / "model" /
-                            f"{name}.yaml").read_text())
+    model = dataclasses.asdict(as_config(compose([f"model={name}"])).model)
     cfg = hf.granite_config(small_target(**model))
     assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size) == (
         model["d_model"], model["n_layers"], model["vocab_size"])

@@ -87,9 +87,36 @@ def as_config(cfg):
     if isinstance(cfg, Config):
         return cfg
     try:
-        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), cfg))
+        merged = OmegaConf.merge(OmegaConf.structured(Config), cfg)
+        _fill_from_hf(merged)
+        return OmegaConf.to_object(merged)
     except MissingMandatoryValue as e:
         raise UserError(f"{e.full_key} is not set (???); pass {e.full_key}=<value>") from None
+
+
+def _fill_from_hf(merged) -> None:
+    """`model=hf model.config=PATH`: the model fields from the config.json, where the command
+    line left them unset (`???` or the schema's default); a no-op for every other model."""
+    from omegaconf import OmegaConf
+
+    from transfer.core.config import ModelConf
+    from transfer.core.hf_config import resolve_hf
+
+    model, schema = merged.model, ModelConf()
+    if OmegaConf.is_missing(model, "config") or model.config is None:
+        return
+
+    def unset(key: str) -> bool:
+        if OmegaConf.is_missing(model, key):
+            return True
+        value = model[key]
+        value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+        return value == getattr(schema, key)
+
+    filled = resolve_hf(str(model.config), not OmegaConf.is_missing(model, "train_tokens"),
+                        unset)
+    for key, value in filled.items():
+        model[key] = value
 
 
 @contextlib.contextmanager

@@ -20,6 +20,8 @@ from transfer.core.hparams import TUNABLE  # the stage spaces are checked agains
 
 PARAM_TYPES = ("float", "int", "categorical")
 MISSING = "???"  # OmegaConf's mandatory-value marker (omegaconf.MISSING), as a schema default
+FAMILIES = ("llama", "qwen2", "gemma2")  # the targets' Hugging Face families
+MLPS = ("swiglu", "geglu", "gelu")  # geglu: Gemma's gated tanh-GELU
 
 
 @dataclass
@@ -43,6 +45,21 @@ class ModelConf:
     rope_theta: float = 10000.0  # rotary base; the proxies use the target's
     rope_scaling: dict[str, Any] | None = None  # as in the HF config.json (Llama 3.x: llama3)
     norm_eps: float = rules.NORM_EPS  # RMSNorm/LayerNorm ε; the proxies use the target's
+    # The family (its Hugging Face class) and its own features; the proxies keep each one,
+    # except where it breaks μP (target.yaml: mup.family_changes says what and why).
+    family: str = "llama"  # llama | qwen2 | gemma2
+    config: str | None = None  # model=hf: the config.json (or its folder) these were read from
+    d_head: int | None = None  # None: d_model / n_heads (Gemma 2: 256, not d_model / heads)
+    qkv_bias: bool = False  # biases on q, k, v (Qwen2); vectors under μP, zero init
+    o_bias: bool = False  # bias on the attention output (Llama's attention_bias sets all four)
+    mlp_bias: bool = False
+    norm_unit_offset: bool = False  # gain stored as w, applied as (1 + w), w starts at 0 (Gemma)
+    sandwich_norm: bool = False  # a norm after each branch too, before the residual add (Gemma 2)
+    attn_softcap: float | None = None  # attention logits → cap·tanh(s / cap) (Gemma 2: 50)
+    logit_softcap: float | None = None  # output logits → cap·tanh(z / cap) (Gemma 2: 30)
+    embedding_normalizer: bool = False  # embeddings × √d_model (Gemma): not μP, see emit
+    query_pre_attn_scalar: float | None = None  # Gemma 2: q·k × scalar^-½; μP's 1/d_head instead
+    sliding_window: int | None = None  # local attention span (Gemma 2: every other layer)
 
 
 @dataclass
@@ -323,8 +340,13 @@ def check_config(cfg: Config) -> None:
     if c.model.n_heads % c.model.n_kv_heads:
         _fail(f"model.n_heads={c.model.n_heads} is not divisible by model.n_kv_heads="
               f"{c.model.n_kv_heads}; fix the target shape")
-    if c.model.d_model % c.model.n_heads:
-        _fail(f"model.d_model={c.model.d_model} is not divisible by model.n_heads={c.model.n_heads}")
+    if c.model.d_head is None and c.model.d_model % c.model.n_heads:
+        _fail(f"model.d_model={c.model.d_model} is not divisible by model.n_heads={c.model.n_heads}"
+              "; set model.d_head when the head dimension is not d_model / n_heads")
+    if c.model.family not in FAMILIES:
+        _fail(f"model.family={c.model.family!r}; use one of {', '.join(FAMILIES)}")
+    if c.model.mlp not in MLPS:
+        _fail(f"model.mlp={c.model.mlp!r}; use one of {', '.join(MLPS)}")
     t = c.train
     if t.weight_decay_rule not in ("timescale", "fixed"):
         _fail(f"train.weight_decay_rule={t.weight_decay_rule!r}; use timescale (the target's "

@@ -34,22 +34,28 @@ def as_dict(obj: Any) -> dict:
 
 # ---- the target model ---------------------------------------------------------------------
 def target_params(model: Mapping | Any) -> dict:
-    """Exact parameter count of a Llama-style decoder (no biases) from ModelConf fields.
+    """Exact parameter count of a Llama / Qwen2 / Gemma 2 decoder from ModelConf fields.
 
     Returns n_params (everything), n_params_flops (the N of 6·N·D: all but the input embedding
     table; a tied table counts once, as the readout), and the pieces they are made of.
     """
     m = as_dict(model)
     d, n_heads, n_kv = int(m["d_model"]), int(m["n_heads"]), int(m["n_kv_heads"])
-    if d % n_heads:
+    d_head = m.get("d_head")
+    if d_head is None and d % n_heads:
         raise ValueError(f"model.d_model={d} is not divisible by model.n_heads={n_heads}")
+    d_head = int(d_head or d // n_heads)  # Gemma 2: its own head_dim, not d / heads
     mlp = m.get("mlp", "swiglu")
-    if mlp not in ("swiglu", "gelu"):
-        raise ValueError(f"model.mlp={mlp!r}; use swiglu or gelu")
-    d_head = d // n_heads
-    attention = d * (n_heads * d_head) + 2 * d * (n_kv * d_head) + (n_heads * d_head) * d
-    ffn = (3 if mlp == "swiglu" else 2) * d * int(m["d_ff"])
-    per_layer = attention + ffn + 2 * d  # + two norm gains (pre-attention, pre-MLP)
+    if mlp not in ("swiglu", "geglu", "gelu"):
+        raise ValueError(f"model.mlp={mlp!r}; use swiglu, geglu or gelu")
+    q, kv = n_heads * d_head, n_kv * d_head
+    attention = d * q + 2 * d * kv + q * d
+    attention += (q + 2 * kv) * bool(m.get("qkv_bias")) + d * bool(m.get("o_bias"))
+    d_ff = int(m["d_ff"])
+    ffn = (2 if mlp == "gelu" else 3) * d * d_ff
+    ffn += (d_ff * (1 if mlp == "gelu" else 2) + d) * bool(m.get("mlp_bias"))
+    norms = 4 if m.get("sandwich_norm") else 2  # pre-attention, pre-MLP (+ after each: Gemma 2)
+    per_layer = attention + ffn + norms * d
     embedding = int(m["vocab_size"]) * d
     tied = bool(m.get("tied_embeddings", False))
     readout = 0 if tied else embedding  # a tied readout reuses the embedding table

@@ -28,8 +28,9 @@ IN_BLOCK = frozenset((*HIDDEN, "norm", "bias"))  # inside a residual branch: dep
 KINDS = {**{r: "hidden" for r in HIDDEN}, "embedding": "embedding", "position": "embedding",
          "readout": "readout", "norm": "vector", "final_norm": "vector", "bias": "vector"}
 
-# Parameter name → role, for GraniteForCausalLM (Llama layout) and proxies.TransformerFamily.
-# Searched anywhere in the name, so wrappers ("module.", "_orig_mod.") do not matter.
+# Parameter name → role, for GraniteForCausalLM, Qwen2ForCausalLM, Gemma2ForCausalLM (the Llama
+# layout; Gemma 2's four block norms) and proxies.TransformerFamily. Searched anywhere in the
+# name, so wrappers ("module.", "_orig_mod.") do not matter.
 ROLE_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"(^|\.)embed_tokens\.weight$", "embedding"),  # Granite
     (r"(^|\.)lm_head\.weight$", "readout"),
@@ -41,6 +42,7 @@ ROLE_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"mlp\.up_proj\.weight$", "mlp_up"),
     (r"mlp\.down_proj\.weight$", "mlp_down"),
     (r"(^|\.)(input_layernorm|post_attention_layernorm)\.weight$", "norm"),  # in a block
+    (r"(^|\.)(pre_feedforward_layernorm|post_feedforward_layernorm)\.weight$", "norm"),  # Gemma 2
     (r"(^|\.)tok_emb\.weight$", "embedding"),  # proxies.TransformerFamily
     (r"(^|\.)pos_emb\.weight$", "position"),
     (r"(^|\.)readout\.weight$", "readout"),
@@ -51,9 +53,9 @@ ROLE_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"mlp\.gate\.weight$", "mlp_gate"),
     (r"mlp\.up\.weight$", "mlp_up"),
     (r"mlp\.down\.weight$", "mlp_down"),
-    (r"(^|\.)(norm1|norm2)\.weight$", "norm"),
+    (r"(^|\.)(post_)?(norm1|norm2)\.weight$", "norm"),
     (r"(^|\.)norm\.weight$", "final_norm"),  # either family: after the last block
-    (r"\.bias$", "bias"),  # either family: vector-like (μP), in a block, initialised to zero
+    (r"\.bias$", "bias"),  # any family: vector-like (μP), in a block, initialised to zero
 )
 
 # target.yaml group name → the roles it may hold. When several groups hold a role (`hidden`
@@ -61,6 +63,7 @@ ROLE_PATTERNS: tuple[tuple[str, str], ...] = (
 GROUP_ROLES: dict[str, frozenset[str]] = {
     "hidden": frozenset(HIDDEN),
     "hidden_attn": frozenset(HIDDEN_ATTN),
+    "hidden_attn_qkv": frozenset(("attn_q", "attn_k", "attn_v")),  # o apart: heads × d_head ≠ d
     "hidden_mlp": frozenset(HIDDEN_MLP),
     "hidden_mlp_in": frozenset(("mlp_gate", "mlp_up")),
     **{f"hidden_{r}": frozenset((r,)) for r in HIDDEN},  # hidden_attn_q, ..., hidden_mlp_down
@@ -140,18 +143,20 @@ def classify_named(shapes: Mapping[str, Iterable[int]], base_shapes: Mapping[str
 
 def role_shapes(*, d_model: int, n_heads: int, n_kv_heads: int, d_head: int, d_ff: int,
                 vocab_size: int, mlp: str = "swiglu", positions: str = "rope",
-                seq_len: int = 1) -> dict[str, tuple[int, ...]]:
+                seq_len: int = 1, bias: bool = False) -> dict[str, tuple[int, ...]]:
     """One layer's parameter shapes by role (every layer is the same), plus the embedding,
     readout and final norm: what the emitter classifies at the target and at the base."""
     out = {"embedding": (vocab_size, d_model), "attn_q": (n_heads * d_head, d_model),
            "attn_k": (n_kv_heads * d_head, d_model), "attn_v": (n_kv_heads * d_head, d_model),
            "attn_o": (d_model, n_heads * d_head)}
-    if mlp == "swiglu":
+    if mlp in ("swiglu", "geglu"):
         out["mlp_gate"] = (d_ff, d_model)
     out.update({"mlp_up": (d_ff, d_model), "mlp_down": (d_model, d_ff), "norm": (d_model,),
                 "final_norm": (d_model,), "readout": (vocab_size, d_model)})
     if positions == "learned":
         out["position"] = (seq_len, d_model)
+    if bias:  # any bias in a block (q/k/v, o, MLP): one vector class, its fan-in irrelevant
+        out["bias"] = (d_model,)
     return out
 
 
@@ -206,7 +211,9 @@ def eps(pc: ParamClass, v: BaseValues) -> float:
 
 
 def init_std(pc: ParamClass, v: BaseValues, *, tied: bool = False) -> float | None:
-    """Init σ (None: a vector, initialised to ones; 0.0: zero-initialised)."""
+    """Init σ (None: a norm gain, initialised to gain 1; 0.0: zero-initialised, as biases are)."""
+    if pc.role == "bias":
+        return 0.0
     if pc.kind == "vector":
         return None
     if pc.kind == "embedding" or (pc.kind == "readout" and tied):

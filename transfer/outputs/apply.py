@@ -3,14 +3,24 @@
 `init_(model, target)` draws every parameter with its group's μP σ (zero where the proxy had
 zero-init: the attention query, the untied readout by default); `param_groups(model, target)`
 returns one AdamW group per target.yaml group with its lr, weight decay and ε. Parameters are
-matched by role (name pattern, checked against shape) for a Hugging Face `GraniteForCausalLM`
-and for the project's own family (`proxies/transformer.py`); each role is decided once, in
+matched by role (name pattern, checked against shape) for a Hugging Face `GraniteForCausalLM`,
+`Qwen2ForCausalLM` and `Gemma2ForCausalLM`, and for the project's own family (`proxies/transformer.py`); each role is decided once, in
 `transfer.core.params`, and both functions read that one answer. An unknown parameter or group
 name is an error that names it. No mup package is needed: the numbers in target.yaml are already explicit.
+
+Qwen2's and Gemma 2's configs have no field for some μP multipliers (Granite's has them all).
+`init_` puts each where the model has one: the attention's `scaling` attribute and Gemma 2's
+embedding `embed_scale` buffer (both set in memory: set them again after reloading the model),
+and, where no such knob exists, into the parameter the multiplier multiplies (`multipliers`):
+the logits scale into the final norm's gain, CompleteP's residual multiplier into each branch's
+last matrix (Qwen2: o_proj, down_proj) or its post-norm gain (Gemma 2). A parameter × c trained
+with lr × c, ε / c and weight decay / c is the same training under Adam; `param_groups` splits
+such parameters into their own groups. What is left for a trainer: `trainer_must_add`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +39,7 @@ __all__ = ["GROUP_ROLES", "ROLE_PATTERNS", "Assigned", "assign", "init_", "load_
 ZERO_INIT_ROLES: dict[str, frozenset[str]] = {
     "attention q": frozenset(("attn_q",)),
     "readout": frozenset(("readout",)),
+    "biases": frozenset(("bias",)),
 }
 
 
@@ -122,39 +133,92 @@ def _zero_roles(group: Mapping) -> frozenset[str]:
     return frozenset(out)
 
 
+def hf_family(model: nn.Module) -> str | None:
+    """qwen2 / gemma2 for those Hugging Face models (multipliers set by `init_`), else None."""
+    name = type(model).__name__
+    return "qwen2" if name.startswith("Qwen2") else "gemma2" if name.startswith("Gemma2") else None
+
+
+# parameter name → which μP multiplier it absorbs, per family (see the module docstring)
+ABSORB = {"qwen2": ((r"(^|\.)norm\.weight$", "logits_scale"),
+                    (r"(self_attn\.o_proj|mlp\.down_proj)\.(weight|bias)$", "residual_mult")),
+          "gemma2": ((r"(^|\.)norm\.weight$", "logits_scale"),
+                     (r"(post_attention_layernorm|post_feedforward_layernorm)\.weight$",
+                      "residual_mult"))}
+
+
+def multipliers(model: nn.Module, target: Mapping) -> dict[str, float]:
+    """{parameter name: c} for the μP multipliers moved into parameters (only c ≠ 1)."""
+    fam = hf_family(model)
+    if fam is None:  # Granite holds every multiplier; the proxy family applies its own
+        return {}
+    mup, out = target["mup"], {}
+    for name, _ in model.named_parameters():
+        for pattern, key in ABSORB.get(fam, ()):
+            if re.search(pattern, name) and float(mup.get(key, 1.0)) != 1.0:
+                out[name] = float(mup[key])
+    return out
+
+
+def trainer_must_add(model: nn.Module, target: Mapping) -> list[str]:
+    """The μP multipliers `init_` cannot put into `model`: a trainer multiplies these itself."""
+    if hf_family(model) == "qwen2" and float(target["mup"].get(
+            "embedding_multiplier", target["mup"]["input_mult"])) != 1.0:
+        return [f"the embedding output × {target['mup']['embedding_multiplier']:g} "
+                "(Qwen2 has no embedding multiplier, and its table is the tied readout)"]
+    return []
+
+
+def _set_knobs(model: nn.Module, target: Mapping) -> None:
+    """The multipliers the family's modules hold as plain attributes or buffers."""
+    fam = hf_family(model)
+    if fam is None:
+        return
+    mup = target["mup"]
+    for m in model.modules():
+        if fam and hasattr(m, "scaling") and hasattr(m, "q_proj"):
+            m.scaling = float(mup["attn_scale"])  # Qwen2's was head_dim^-½
+        if fam == "gemma2" and hasattr(m, "embed_scale"):
+            m.embed_scale.fill_(float(mup.get("embedding_multiplier", mup["input_mult"])))
+
+
 def init_(model: nn.Module, target: Mapping, *, seed: int = 0, strict: bool = True) -> nn.Module:
     """Initialise `model` in place by target.yaml's per-group σ; deterministic for `seed`,
     global RNG untouched. Zero where the group's zero_init says (or σ is 0), norm gains 1,
-    biases 0."""
+    biases 0; on Qwen2 and Gemma 2 also the multipliers their configs cannot hold."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
+    factor = multipliers(model, target)
+    with torch.no_grad():
+        _set_knobs(model, target)
     for a in assign(model, target, strict=strict):
-        std = a.group.get("init_std")
+        std, c = a.group.get("init_std"), factor.get(a.name, 1.0)
         with torch.no_grad():
             if a.role == "bias":
                 a.param.zero_()
             elif a.role in _zero_roles(a.group) or std == 0:
                 a.param.zero_()
-            elif std is None:  # vector group: init "ones" (norm gains)
-                a.param.fill_(1.0)
+            elif std is None:  # a gain of c: w = c, or w = c - 1 where the gain is (1 + w)
+                a.param.fill_(c - 1.0 if a.group.get("init") == "zeros" else c)
             else:
-                a.param.copy_(torch.randn(a.param.shape, generator=gen) * float(std))
+                a.param.copy_(torch.randn(a.param.shape, generator=gen) * float(std) * c)
     return model
 
 
 def param_groups(model: nn.Module, target: Mapping, *, strict: bool = True) -> list[dict]:
     """AdamW parameter groups: one per target.yaml group that holds parameters, in its order,
     with `lr`, `weight_decay` and (when the group has them) `eps` and `betas`; `name` too."""
-    members: dict[str, list[nn.Parameter]] = {}
+    members: dict[str, dict[float, list[nn.Parameter]]] = {}
+    factor = multipliers(model, target)
     for a in assign(model, target, strict=strict):
-        members.setdefault(a.group["name"], []).append(a.param)
+        members.setdefault(a.group["name"], {}).setdefault(factor.get(a.name, 1.0), []).append(
+            a.param)
     out = []
     for g in target["param_groups"]:
-        if g["name"] not in members:
-            continue  # e.g. a tied readout: its tensor is the embedding's
-        d = {"name": g["name"], "params": members[g["name"]], "lr": float(g["lr"]),
-             "weight_decay": float(g["weight_decay"])}
-        for key in ("eps", "betas"):
-            if g.get(key) is not None:
-                d[key] = tuple(g[key]) if key == "betas" else float(g[key])
-        out.append(d)
+        for c, ps in members.get(g["name"], {}).items():  # none: e.g. a tied readout
+            d = {"name": g["name"] if c == 1.0 else f"{g['name']}*{c:.6g}", "params": ps,
+                 "lr": float(g["lr"]) * c, "weight_decay": float(g["weight_decay"]) / c}
+            for key in ("eps", "betas"):
+                if g.get(key) is not None:
+                    d[key] = tuple(g[key]) if key == "betas" else float(g[key]) / c
+            out.append(d)
     return out

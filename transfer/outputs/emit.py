@@ -20,6 +20,10 @@ from transfer.core.cost import as_dict, target_params
 from transfer.core.hparams import TUNABLE
 from transfer.outputs.train_block import train_block
 
+# The families' own features, written to target.yaml's model block where set.
+FAMILY_FEATURES = ("qkv_bias", "o_bias", "mlp_bias", "norm_unit_offset", "sandwich_norm",
+                   "attn_softcap", "logit_softcap", "embedding_normalizer",
+                   "query_pre_attn_scalar", "sliding_window")
 WINNER_KEYS = TUNABLE + ("weight_decay", "schedule")  # what `winners` must hold: tuned + defaults
 DEFAULT_EPS = 1e-8  # torch AdamW / MuAdamW default: what the proxies trained with
 
@@ -57,10 +61,14 @@ def _mup_block(m: dict, base_width: int, w: dict, parametrization: str, proxy: d
     mult = rules.width_mult(int(m["d_model"]), base_width)
     base_depth, alpha, m_l = _depth(m, proxy)
     alpha = alpha if parametrization == "mup" else 0.0  # SP has no depth rule
-    return {
+    scale = float(proxy.get("embedding_scale", 1.0))
+    out = {
         "parametrization": parametrization, "base_width": base_width,
         "target_width": int(m["d_model"]), "width_mult": mult,
         "input_mult": w["input_mult"], "output_mult": w["output_mult"],
+        # the embedding output's whole multiplier: input_mult × the proxies' constant scale
+        # (Gemma's normaliser at the base width; 1 elsewhere)
+        "embedding_scale": scale, "embedding_multiplier": w["input_mult"] * scale,
         "logits_scale": rules.logits_scale(w["output_mult"], mult, parametrization),
         "attn_mult": w["attn_mult"], "d_head": d_head,
         "attn_scale": rules.attn_scale(w["attn_mult"], d_head, parametrization),
@@ -73,6 +81,38 @@ def _mup_block(m: dict, base_width: int, w: dict, parametrization: str, proxy: d
         "block_vector_lr_factor": rules.block_vector_lr_factor(m_l, alpha),
         "eps_depth_factor": rules.eps_depth_factor(m_l, alpha),
     }
+    changes = family_changes(m, out, base_width)
+    if changes:
+        out["family_changes"] = changes
+    return out
+
+
+# The one sentence for Gemma's normaliser, here and in docs/validate.md: transfer.validate's
+# coordinate check rejects an embedding × √width the same way.
+SQRT_WIDTH_NOT_MUP = ("√d_model grows with width, so embeddings × √d_model grow with width: not "
+                      "μP (transfer.validate's coordinate check rejects a model that scales its "
+                      "embedding by √width)")
+
+
+def family_changes(m: Mapping, mup: Mapping, base_width: int) -> list[dict]:
+    """Where the target family's own rule breaks μP, what the proxies (and this file) use
+    instead, with the family's value at the target."""
+    out = []
+    if m.get("embedding_normalizer"):
+        d = int(m["d_model"])
+        out.append({"name": "embedding_normalizer", "family": f"× √d_model = {d ** 0.5:.6g}",
+                    "mup": f"× {mup['embedding_multiplier']:.6g} at every width (input_mult "
+                           f"{mup['input_mult']:g} × √base_width = √{base_width}), tuned at "
+                           "the base (mup.embedding_multiplier)",
+                    "reason": SQRT_WIDTH_NOT_MUP})
+    if m.get("query_pre_attn_scalar"):
+        q = float(m["query_pre_attn_scalar"])
+        out.append({"name": "query_pre_attn_scalar", "family": f"q·k × {q:g}^-½ = {q ** -0.5:.6g}",
+                    "mup": f"q·k × attn_mult / d_head = {mup['attn_scale']:.6g} "
+                           "(mup.attn_scale; hf/config.json's query_pre_attn_scalar holds it)",
+                    "reason": "μP scales attention logits by 1/d_head (Tensor Programs V), as "
+                              "for every family's 1/√d_head"})
+    return out
 
 
 def target_classes(m: dict, base_width: int, proxy: dict) -> dict[str, params.ParamClass]:
@@ -85,7 +125,8 @@ def target_classes(m: dict, base_width: int, proxy: dict) -> dict[str, params.Pa
     d_head = int(m.get("d_head") or counts_d_head)
     ffn = float(proxy.get("ffn_ratio") or int(m["d_ff"]) / int(m["d_model"]))
     common = dict(vocab_size=int(m["vocab_size"]), mlp=m.get("mlp", "swiglu"),
-                  positions=m.get("positions", "rope"), seq_len=int(m["seq_len"]))
+                  positions=m.get("positions", "rope"), seq_len=int(m["seq_len"]),
+                  bias=any(m.get(k) for k in ("qkv_bias", "o_bias", "mlp_bias")))
     target = params.role_shapes(d_model=int(m["d_model"]), n_heads=int(m["n_heads"]),
                                 n_kv_heads=int(m["n_kv_heads"]), d_head=d_head,
                                 d_ff=int(m["d_ff"]), **common)
@@ -126,8 +167,10 @@ def param_groups(m: dict, mup: dict, w: dict, train: dict | None = None,
         g = {"name": names[key], "lr": params.lr(pc, v), "lr_transferred": params.lr(pc, v0),
              "init_std": params.init_std(pc, v, tied=tied),
              "weight_decay": params.weight_decay(pc, v), "eps": params.eps(pc, v)}
-        if pc.kind == "vector":
-            g["init"] = "ones"
+        if pc.kind == "vector":  # gain 1: w = 1, or w = 0 where the gain is (1 + w) (Gemma)
+            g["init"] = "zeros" if m.get("norm_unit_offset") else "ones"
+            if any(q.role == "bias" for q in pcs):
+                g["zero_init"] = ["biases"]
         g.update(fan_in=pc.fan_in if pc.kind == "hidden" else None, width_mult=pc.width_mult,
                  depth_mult=pc.depth_mult,
                  applies_to=", ".join(params.APPLIES_TO[q.role] for q in pcs))
@@ -244,6 +287,24 @@ def _not_transferred(m: dict, w: dict, proxy: dict, d_head: int, train: dict,
                       "reason": f"head dim differs between proxy ({proxy.get('d_head')}) and "
                                 f"target ({d_head}): attn_scale follows μP's 1/d_head rule, "
                                 "which the proxy family (fixed d_head) never exercises"})
+    attn_width = int(m["n_heads"]) * d_head
+    if attn_width != int(m["d_model"]):
+        items.append({"name": "attention_width", "value": attn_width,
+                      "reason": f"the target's heads × head_dim = {m['n_heads']} × {d_head} = "
+                                f"{attn_width} ≠ d_model {m['d_model']}; the proxies keep heads × "
+                                "d_head = width (their d_head is fixed, heads grow): the output "
+                                "projection's μP factors follow its own fan-in at the target"})
+    if m.get("rope_scaling"):
+        items.append({"name": "rope_scaling", "value": dict(m["rope_scaling"]),
+                      "reason": "rescales rotary wavelengths for contexts past the original "
+                                f"pretraining one, far beyond the proxies' {p_seq} tokens: the "
+                                "proxies use the plain rope_theta, and it does not bear on the "
+                                "lr (hf/config.json carries it)"})
+    if m.get("sliding_window"):
+        items.append({"name": "sliding_window", "value": int(m["sliding_window"]),
+                      "reason": f"local attention over {m['sliding_window']} tokens is wider than "
+                                f"the proxies' whole context ({p_seq}): on them it is global "
+                                "attention, and a window does not bear on the lr"})
     target_group = int(m["n_heads"]) // int(m["n_kv_heads"])
     if proxy.get("kv_group") is not None and proxy["kv_group"] != target_group:
         items.append({"name": "kv_group", "value": target_group,
@@ -329,7 +390,8 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
     model_block = {k: m[k] for k in ("name", "source", "d_model", "n_layers", "n_heads",
                                      "n_kv_heads", "d_ff", "vocab_size", "seq_len",
                                      "tied_embeddings", "norm", "norm_eps", "mlp", "positions",
-                                     "rope_theta", "rope_scaling") if k in m}
+                                     "rope_theta", "rope_scaling", "family") if k in m}
+    model_block.update({k: m[k] for k in FAMILY_FEATURES if m.get(k)})
     model_block.update(d_head=d_head, n_params=counts["n_params"],
                        n_params_flops=counts["n_params_flops"])
     train = train_block(m, w, p=p, s=_scaling(scaling), counts=counts, n_gpus=int(n_gpus),

@@ -12,13 +12,13 @@ them. `config_dict` is plain Python; only `granite_config` and `write_config` ne
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-INSTALL_HINT = "pip install -e '.[hf]'"
+from transfer.core.hf_config import INSTALL_HINT, transformers_or_none  # noqa: F401 (re-exported)
+
 DEFAULT_ROPE_THETA = 10000.0  # Llama 2's base; conf/model/*.yaml may set rope_theta
 DEFAULT_NORM_EPS = 1e-5  # Llama 2/3's rms_norm_eps; conf/model/*.yaml may set norm_eps
 # What GraniteForCausalLM's fixed architecture can express (pre-norm RMSNorm, gated SiLU MLP,
@@ -54,9 +54,33 @@ def _hidden_init_std(target: Mapping) -> float:
     return float(stds.pop())
 
 
+def not_granite(m: Mapping) -> str | None:
+    """Why Granite cannot express the target's own family features (None: it can): then
+    hf/config.json is the family's own config class (`family_config_dict`)."""
+    if m.get("sandwich_norm") or m.get("attn_softcap") or m.get("logit_softcap") or m.get(
+            "norm_unit_offset"):
+        return "Gemma 2's sandwich norms, (1 + w) gains and soft-capping"
+    if bool(m.get("qkv_bias")) != bool(m.get("o_bias")):
+        return ("biases on q/k/v but not on the output projection (Granite's one attention_bias "
+                "covers all four)")
+    return None
+
+
 def config_dict(target: Mapping) -> dict[str, Any]:
+    """hf/config.json's keyword arguments for the target of `target` (target.yaml as a dict):
+    a GraniteConfig's wherever Granite can express the target, else its family's own."""
+    m = target["model"]
+    if not_granite(m) and m.get("family") in FAMILY_CLASSES:
+        return family_config_dict(target)
+    return granite_config_dict(target)
+
+
+def granite_config_dict(target: Mapping) -> dict[str, Any]:
     """GraniteConfig keyword arguments for the target of `target` (target.yaml as a dict)."""
     m, mup = target["model"], target["mup"]
+    if why := not_granite(m):
+        raise NotExpressible(f"model.family={m.get('family')!r} has {why}; GraniteForCausalLM "
+                             "cannot express it")
     for key, want in GRANITE_ARCH.items():
         if m.get(key, want) != want:
             raise NotExpressible(f"model.{key} is {m[key]!r}; GraniteForCausalLM has only "
@@ -71,9 +95,9 @@ def config_dict(target: Mapping) -> dict[str, Any]:
         "rope_theta": float(m.get("rope_theta", DEFAULT_ROPE_THETA)),
         "rms_norm_eps": float(m.get("norm_eps", DEFAULT_NORM_EPS)),
         "tie_word_embeddings": bool(m.get("tied_embeddings", False)),
-        "attention_bias": False, "mlp_bias": False,
+        "attention_bias": bool(m.get("qkv_bias", False)), "mlp_bias": bool(m.get("mlp_bias")),
         # μP, by the same numbers as target.yaml's mup block:
-        "embedding_multiplier": float(mup["input_mult"]),
+        "embedding_multiplier": float(mup.get("embedding_multiplier", mup["input_mult"])),
         "attention_multiplier": float(mup["attn_scale"]),
         "logits_scaling": 1.0 / float(mup["logits_scale"]),  # Granite divides, μP multiplies
         # CompleteP's m_L^-α; Granite multiplies both the attention and the MLP branch output
@@ -95,28 +119,68 @@ def config_dict(target: Mapping) -> dict[str, Any]:
     return out
 
 
-def transformers_or_none():
-    """The `transformers` module, or None when it is not installed.
+# family → (transformers config class, model class) for targets Granite cannot express
+FAMILY_CLASSES = {"qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
+                  "gemma2": ("Gemma2Config", "Gemma2ForCausalLM")}
 
-    Imported with torchvision hidden: transformers imports torchvision when it is installed, and
-    the torchvision that `mup` pulls in need not match the installed torch (CPU torch with the
-    default torchvision fails with "operator torchvision::nms does not exist"). Nothing here needs
-    it; the hiding ends once transformers has cached "torchvision is absent".
-    """
-    hide = "torchvision" not in sys.modules
-    if hide:
-        sys.modules["torchvision"] = None  # importlib.util.find_spec → None: "not installed"
-    try:
-        import transformers
-        from transformers.utils import import_utils
 
-        import_utils.is_torchvision_available()  # computed (and cached) while hidden
-        return transformers
-    except ImportError:
-        return None
-    finally:
-        if hide and sys.modules.get("torchvision", 0) is None:
-            del sys.modules["torchvision"]
+def family_config_dict(target: Mapping) -> dict[str, Any]:
+    """The family's own config (Qwen2Config, Gemma2Config) for the target. It holds the shapes
+    and the family's features; the μP multipliers it has no field for are set by
+    `transfer.outputs.apply.init_` (docs/trainer.md): Gemma 2's query_pre_attn_scalar holds μP's
+    attention scale (scale = scalar^-½) where it is an integer."""
+    m, mup = target["model"], target["mup"]
+    fam = m.get("family")
+    if fam not in FAMILY_CLASSES:
+        raise NotExpressible(f"model.family={fam!r} has no config class here; known: "
+                             f"{', '.join(FAMILY_CLASSES)}")
+    out = {
+        "architectures": [FAMILY_CLASSES[fam][1]], "model_type": fam,
+        "vocab_size": int(m["vocab_size"]), "hidden_size": int(m["d_model"]),
+        "intermediate_size": int(m["d_ff"]), "num_hidden_layers": int(m["n_layers"]),
+        "num_attention_heads": int(m["n_heads"]), "num_key_value_heads": int(m["n_kv_heads"]),
+        "max_position_embeddings": int(m["seq_len"]),
+        "rope_theta": float(m.get("rope_theta", DEFAULT_ROPE_THETA)),
+        "rms_norm_eps": float(m.get("norm_eps", DEFAULT_NORM_EPS)),
+        "tie_word_embeddings": bool(m.get("tied_embeddings", False)),
+        "initializer_range": _hidden_init_std(target),
+        "bos_token_id": None, "eos_token_id": None, "pad_token_id": None,
+    }
+    if fam == "qwen2":  # q/k/v biases are Qwen2Attention's own (o_proj has none)
+        out.update(hidden_act="silu", use_sliding_window=bool(m.get("sliding_window")),
+                   sliding_window=m.get("sliding_window"))
+    else:
+        out.update(head_dim=int(mup["d_head"]), hidden_activation="gelu_pytorch_tanh",
+                   # an int field: exact at attn_mult 1 ((d_head / attn_mult)²); apply.init_
+                   # sets the attention's scaling exactly either way
+                   query_pre_attn_scalar=round(float(mup["attn_scale"]) ** -2),
+                   attn_logit_softcapping=m.get("attn_softcap"),
+                   final_logit_softcapping=m.get("logit_softcap"),
+                   sliding_window=m.get("sliding_window"),
+                   attention_bias=bool(m.get("qkv_bias", False)))
+    return out
+
+
+def hf_config(target: Mapping, **overrides: Any):
+    """hf/config.json as a transformers config object: Granite's, or the family's own."""
+    transformers = transformers_or_none()
+    if transformers is None:
+        raise ImportError(f"transformers is not installed: {INSTALL_HINT}")
+    d = {**config_dict(target), **overrides}
+    cls = ("GraniteConfig" if d["model_type"] == "granite"
+           else FAMILY_CLASSES[d["model_type"]][0])
+    return getattr(transformers, cls)(**d)
+
+
+def hf_model(run_dir: Path | str, **overrides: Any):
+    """The model class hf/config.json names (Granite, Qwen2 or Gemma 2), freshly drawn from
+    `run_dir / "hf"` with `overrides`; `transfer.outputs.apply.init_` then sets the μP init and
+    the multipliers the config has no field for. Nothing is downloaded."""
+    transformers = transformers_or_none()
+    if transformers is None:
+        raise ImportError(f"transformers is not installed: {INSTALL_HINT}")
+    cfg = transformers.AutoConfig.from_pretrained(Path(run_dir) / "hf", **overrides)
+    return transformers.AutoModelForCausalLM.from_config(cfg)
 
 
 def granite_config(target: Mapping, **overrides: Any):
@@ -125,7 +189,7 @@ def granite_config(target: Mapping, **overrides: Any):
     transformers = transformers_or_none()
     if transformers is None:
         raise ImportError(f"transformers is not installed: {INSTALL_HINT}")
-    return transformers.GraniteConfig(**{**config_dict(target), **overrides})
+    return transformers.GraniteConfig(**{**granite_config_dict(target), **overrides})
 
 
 def granite_model(run_dir: Path | str, **overrides: Any):
@@ -145,7 +209,7 @@ def write_config(archive, name: str, target: Mapping) -> str | None:
     if transformers_or_none() is None:
         return f"hf/config.json not written: transformers is not installed ({INSTALL_HINT})"
     try:
-        cfg = granite_config(target)
+        cfg = hf_config(target)
     except NotExpressible as e:
         return f"hf/config.json not written: {e}"
     with tempfile.TemporaryDirectory() as tmp:

@@ -98,7 +98,8 @@ def train_block(m: dict, w: dict, *, p: dict, s: dict, counts: dict, n_gpus: int
     n_emb = counts["n_params"] - counts["embedding"] - counts["readout"] - counts["positions"]
     batch_rule = f"rule: {b_label}, rounded to whole multiples of n_gpus × seq_len = " \
                  f"{n_gpus} × {seq_len}"
-    target = f"rule: target (conf/model/{m.get('name')}.yaml)"
+    target = (f"rule: target ({m['config']})" if m.get("config")
+              else f"rule: target (conf/model/{m.get('name')}.yaml)")
     train = {
         "optimizer": "adamw", "lr": lr, "lr_transferred": w["lr"], "lr_factor": factor,
         "lr_factor_terms": terms, "batch_tokens": batch_tokens,

@@ -153,7 +153,8 @@ def _proxy_block(plan: Plan) -> dict:
             "grid_widths": plan.proxies.widths(),
             "weight_decay_rule": plan.config.train.weight_decay_rule,
             # what the emitter classifies the target against (transfer.core.params)
-            **{k: d[k] for k in ("ffn_ratio", "depth_alpha", "base_depth") if k in d},
+            **{k: d[k] for k in ("ffn_ratio", "depth_alpha", "base_depth", "embedding_scale")
+               if k in d},
             "tokens_per_trial": int(plan.config.train.tokens),
             "zero_init_query": plan.proxies.family.zero_init_query,
             "readout_zero_init": plan.proxies.family.readout_zero_init}

@@ -7,6 +7,7 @@ kept is listed in `notes` and ends up in the emitted config's `not_transferred`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from proxies.registry import size as proxy_size
@@ -53,6 +54,19 @@ def _kv_group(target_ratio: int, heads: int, explicit: int | None, widths, d_hea
     return group, note
 
 
+def family_features(m, base_width: int) -> dict:
+    """The target family's own features the proxies keep (Qwen2's biases, Gemma 2's norms and
+    soft-capping), only those set: a Llama target derives none, so its proxies and fingerprint
+    are as before. Gemma's embedding normaliser √d_model grows with width, which μP forbids: the
+    proxies hold its value at the base width, √base_width, at every width (emit says so)."""
+    out = {k: getattr(m, k) for k in ("qkv_bias", "o_bias", "mlp_bias", "norm_unit_offset",
+                                      "sandwich_norm", "attn_softcap", "logit_softcap")
+           if getattr(m, k)}
+    if m.embedding_normalizer:
+        out["embedding_scale"] = math.sqrt(base_width)
+    return out
+
+
 def plan_proxies(cfg: Config) -> ProxyPlan:
     """Instantiate the proxy family named by `proxy.builder._target_` for this target."""
     p, m = cfg.proxy, cfg.model
@@ -90,6 +104,7 @@ def plan_proxies(cfg: Config) -> ProxyPlan:
         "depth_alpha": float(p.depth_alpha),
         "base_depth": int(p.base_depth or n_layers),
     }
+    derived.update(family_features(m, base_width))
     # depth, head dimension and context differences are stated by the emitter itself
     notes = [kv_note] if kv_note else []
     return ProxyPlan(None, width, validation_width, base_width, derived, notes, widths,

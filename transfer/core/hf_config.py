@@ -1,0 +1,173 @@
+"""A Hugging Face config.json → the target's `model.*` fields (`model=hf model.config=PATH`).
+
+Read offline with `transformers.AutoConfig` (the `[hf]` extra, imported on first use), then
+mapped field by field: shapes, vocabulary, context, norm and its ε, activation, rotary base and
+scaling, tying, biases, and the family's own features (`ModelConf`). A field the proxies cannot
+honour is a `UserError` naming it; fields that do not bear on the lr (token ids, dtype, cache,
+dropout at 0) are not read. A `model.<field>=` on the command line that differs from the
+schema's default wins over the file (one at the default cannot be told from none).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from transfer.core.errors import UserError
+
+INSTALL_HINT = "pip install -e '.[hf]'"
+SUPPORTED = ("gemma2", "llama", "qwen2")  # model_type values with a mapping below
+
+
+def transformers_or_none():
+    """The `transformers` module, or None when it is not installed.
+
+    Imported with torchvision hidden: transformers imports torchvision when it is installed, and
+    the torchvision that `mup` pulls in need not match the installed torch (CPU torch with the
+    default torchvision fails with "operator torchvision::nms does not exist"). Nothing here needs
+    it; the hiding ends once transformers has cached "torchvision is absent".
+    """
+    hide = "torchvision" not in sys.modules
+    if hide:
+        sys.modules["torchvision"] = None  # importlib.util.find_spec → None: "not installed"
+    try:
+        import transformers
+        from transformers.utils import import_utils
+
+        import_utils.is_torchvision_available()  # computed (and cached) while hidden
+        return transformers
+    except ImportError:
+        return None
+    finally:
+        if hide and sys.modules.get("torchvision", 0) is None:
+            del sys.modules["torchvision"]
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """The config.json at `path` (a file, or a folder holding config.json) as AutoConfig reads
+    it, offline; a UserError naming the fix when it cannot be read."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        p = p / "config.json"
+    if not p.is_file():
+        raise UserError(f"model.config={str(path)!r}: no such file; pass a config.json or the "
+                        "folder that holds one")
+    transformers = transformers_or_none()
+    if transformers is None:
+        raise UserError(f"model=hf needs transformers to read model.config: {INSTALL_HINT}")
+    import json
+
+    try:
+        model_type = json.loads(p.read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError) as e:
+        raise UserError(f"model.config={str(path)!r} is not a JSON config: {e}") from None
+    if model_type not in SUPPORTED:
+        raise UserError(f"model.config={str(path)!r} has model_type {model_type!r}; supported: "
+                        f"{', '.join(SUPPORTED)} (or describe the target with model.* fields)")
+    try:
+        cfg = transformers.AutoConfig.from_pretrained(str(p), local_files_only=True)
+    except (OSError, ValueError, TypeError) as e:
+        raise UserError(f"model.config={str(path)!r} could not be read by AutoConfig: "
+                        f"{str(e).splitlines()[0]}") from None
+    return cfg.to_dict()
+
+
+def _rope(c: Mapping) -> tuple[float, dict | None]:
+    """(θ, scaling) from either layout: transformers 5's `rope_parameters` or 4.x's keys."""
+    params = dict(c.get("rope_parameters") or {})
+    theta = float(params.pop("rope_theta", c.get("rope_theta", 10000.0)))
+    scaling = c.get("rope_scaling") or params
+    scaling = {k: v for k, v in dict(scaling or {}).items() if k not in ("rope_theta",)}
+    if not scaling or scaling.get("rope_type", scaling.get("type")) == "default":
+        return theta, None
+    return theta, scaling
+
+
+def _fail(field: str, value: Any, why: str) -> None:
+    raise UserError(f"model.config: {field}={value!r} {why}")
+
+
+def map_config(c: Mapping[str, Any]) -> dict[str, Any]:
+    """ModelConf fields from a config dict (AutoConfig's `to_dict()`)."""
+    kind = c.get("model_type")
+    if kind not in SUPPORTED:
+        raise UserError(f"model.config: model_type {kind!r} is not supported; supported: "
+                        f"{', '.join(SUPPORTED)}")
+    if float(c.get("attention_dropout") or 0.0) != 0.0:
+        _fail("attention_dropout", c["attention_dropout"], "is not 0: the proxies train without "
+              "dropout, which moves the lr optimum; set it to 0.0")
+    d, heads = int(c["hidden_size"]), int(c["num_attention_heads"])
+    d_head = c.get("head_dim")
+    theta, scaling = _rope(c)
+    out: dict[str, Any] = {
+        "family": kind, "d_model": d, "n_layers": int(c["num_hidden_layers"]),
+        "n_heads": heads, "n_kv_heads": int(c.get("num_key_value_heads") or heads),
+        "d_ff": int(c["intermediate_size"]), "vocab_size": int(c["vocab_size"]),
+        "seq_len": int(c["max_position_embeddings"]),
+        "tied_embeddings": bool(c.get("tie_word_embeddings", False)),
+        "norm": "rmsnorm", "positions": "rope", "rope_theta": theta, "rope_scaling": scaling,
+        "norm_eps": float(c["rms_norm_eps"]),
+        "d_head": None if d_head is None or int(d_head) * heads == d else int(d_head),
+        "qkv_bias": False, "o_bias": False, "mlp_bias": bool(c.get("mlp_bias", False)),
+        "norm_unit_offset": False, "sandwich_norm": False, "attn_softcap": None,
+        "logit_softcap": None, "embedding_normalizer": False, "query_pre_attn_scalar": None,
+        "sliding_window": None,
+    }
+    if kind in ("llama", "qwen2"):
+        if c.get("hidden_act") != "silu":
+            _fail("hidden_act", c.get("hidden_act"), "has no proxy: the proxies' gated MLP is "
+                  "SiLU (swiglu) or tanh-GELU (Gemma's geglu)")
+        out["mlp"] = "swiglu"
+    if scaling and scaling.get("original_max_position_embeddings"):
+        # Llama 3.x: max_position_embeddings is the context the scaling extends to; the
+        # pretraining context (what the cost and the emitted config mean by seq_len) is this
+        out["seq_len"] = int(scaling["original_max_position_embeddings"])
+    if kind == "llama":
+        bias = bool(c.get("attention_bias", False))
+        out.update(qkv_bias=bias, o_bias=bias)
+        if scaling and (scaling.get("rope_type") or scaling.get("type")) not in (
+                "llama3", "linear", "dynamic", "yarn"):
+            _fail("rope_scaling", scaling, "is of a type the proxies do not know")
+    if kind == "qwen2":  # Qwen2Attention: q, k, v with bias, o without (modeling_qwen2.py)
+        out.update(qkv_bias=True, o_bias=False)
+        if c.get("use_sliding_window"):
+            out["sliding_window"] = int(c["sliding_window"])
+    if kind == "gemma2":
+        act = c.get("hidden_activation") or c.get("hidden_act")
+        if act != "gelu_pytorch_tanh":
+            _fail("hidden_activation", act, "has no proxy: Gemma 2's MLP is gated tanh-GELU "
+                  "(gelu_pytorch_tanh)")
+        bias = bool(c.get("attention_bias", False))
+        out.update(mlp="geglu", qkv_bias=bias, o_bias=bias, norm_unit_offset=True,
+                   sandwich_norm=True, embedding_normalizer=True,
+                   attn_softcap=_cap(c.get("attn_logit_softcapping")),
+                   logit_softcap=_cap(c.get("final_logit_softcapping")),
+                   query_pre_attn_scalar=float(c["query_pre_attn_scalar"]),
+                   sliding_window=None if c.get("sliding_window") is None
+                   else int(c["sliding_window"]))
+    return out
+
+
+def _cap(value: Any) -> float | None:
+    if value is None:
+        return None
+    if not (isinstance(value, int | float) and value > 0 and math.isfinite(value)):
+        _fail("softcapping", value, "must be a positive number or null")
+    return float(value)
+
+
+def resolve_hf(config: str, train_tokens_set: bool, unset) -> dict[str, Any]:
+    """The `model.*` values to fill in from the config.json at `config`: every mapped field for
+    which `unset(key)` (left `???`, or at the schema's default: a value the command line set
+    keeps it). `model.train_tokens` is required: a config.json does not hold it."""
+    if not train_tokens_set:
+        raise UserError("model=hf needs model.train_tokens (the target's pretraining tokens, "
+                        "e.g. model.train_tokens=2e12): a config.json does not hold it")
+    mapped = map_config(read_config(config))
+    filled = {k: v for k, v in mapped.items() if unset(k)}
+    if unset("source"):
+        filled["source"] = f"config.json at {config} (model_type {mapped['family']})"
+    return filled
