@@ -128,9 +128,10 @@ def test_killed_job_trial_is_rerun(slurm_cluster, make_postgres_db, tmp_path):
     with the same parameters; exact counts, nothing RUNNING or WAITING left, a finished run."""
     url = make_postgres_db("slurm_kill")
     # scancel sends SIGTERM, which submitit logs and ignores, then SIGKILL: the job's python
-    # was measured to die 2.3-3.5 s after scancel on this node (KillWait=1). Grid trials of
-    # ~7 s (train.tokens) and a trial seen within 0.5 s of its start: the kill lands inside it.
-    launcher = _submit(url, tmp_path, "kill", 3, extra=["train.tokens=262144"])
+    # was measured to die 2.3-3.5 s after scancel on this node (KillWait=1). A trial seen within
+    # 0.5 s of its start must outlast that on an idle machine too: at 262144 tokens one ended
+    # first in CI (a COMPLETE victim); at 1048576 the test passed twice idle, 94-96 s.
+    launcher = _submit(url, tmp_path, "kill", 3, extra=["train.tokens=1048576"])
     job, stage, number = _victim(url, "kill", time.time() + 240)
     subprocess.run(["scancel", job], check=True)
     out = launcher.communicate(timeout=400)[0]
