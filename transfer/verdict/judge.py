@@ -101,6 +101,7 @@ class Verdict:
     decide_with: str | None = None
     fit: dict = field(default_factory=dict)  # the curve model, its asymmetry, the calibration
     more_data_decides: bool = False  # inconclusive only on intervals straddling their limits
+    straddling: list[str] = field(default_factory=list)  # drift, gap, target: which ones
     best_log2_lr_ci: dict = field(default_factory=dict)  # width -> each vertex's interval
 
     @property
@@ -190,7 +191,7 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
         len(win[w]) >= 3 for w in widths) else None
     traj = None
     curve_rej: list[str] = []  # rejections read off the fitted curves: the evidence floor applies
-    straddle: list[str] = []  # reasons that are an interval straddling its limit
+    straddle: dict[str, str] = {}  # quantity (drift, gap, target) -> its straddling reason
     if stats is None:
         nan2 = [math.nan, math.nan]
         stats = dict(fit=None, drift=math.nan, drift_ci=nan2, gap=math.nan, gap_ci=nan2,
@@ -235,7 +236,7 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
     outcome = REJECTED if rej else INCONCLUSIVE if unk else PASSED
     # Only intervals straddling their limits stand between this run and a verdict: more seeds
     # where they narrow those intervals most can decide it (transfer.verdict.width's rounds).
-    more_data_decides = outcome == INCONCLUSIVE and set(unk) <= set(straddle)
+    more_data_decides = outcome == INCONCLUSIVE and set(unk) <= set(straddle.values())
     if outcome == PASSED and not limits.can_pass:
         unk.append("this budget is a plumbing check (too few seeds, points and tokens): it never "
                    "validates a transfer")
@@ -266,7 +267,7 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
              "calibration": calibration},
         extrapolation=extrap, coord_check=coord, confidence=limits.confidence,
         trajectory=None if traj is None else traj.to_dict(), rejected_because=rej,
-        inconclusive_because=unk, more_data_decides=more_data_decides,
+        inconclusive_because=unk, more_data_decides=more_data_decides, straddling=list(straddle),
         best_log2_lr_ci=stats.get("v_ci", dict.fromkeys(widths, [math.nan, math.nan])),
         decide_with=limits.decide_hint if outcome == INCONCLUSIVE else None)
 
@@ -285,9 +286,10 @@ def _below_floor(n_seeds: int, st: dict, limits: Limits) -> list[str]:
 
 
 def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Limits,
-           rej: list[str], unk: list[str], straddle: list[str]) -> None:
+           rej: list[str], unk: list[str], straddle: dict[str, str]) -> None:
     """Every statistical rule, each adding a rejection or an inconclusive reason (and to
-    `straddle` the reasons that are an interval straddling its limit: more data decides)."""
+    `straddle`, by quantity, the reasons that are an interval straddling its limit: more data
+    decides)."""
     w0, w1 = widths[0], widths[-1]
     ax = limits.axis
     tol, conf = limits.tolerance_log2, f"{limits.confidence:.0%}"
@@ -327,18 +329,18 @@ def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Li
         rej.append(f"the optimum moved: drift {st['drift']:+.2f} log2(lr) from {ax} {w0} to "
                    f"{w1}, {conf} interval {_fmt_ci(st['drift_ci'])} wholly outside ±{tol}")
     elif not (-tol <= lo and hi <= tol) and st["snr"] >= limits.min_curvature_snr:
-        straddle.append(f"drift {st['drift']:+.2f} log2(lr), {conf} interval "
-                        f"{_fmt_ci(st['drift_ci'])} is not inside ±{tol}: too noisy to tell")
-        unk.append(straddle[-1])
+        straddle["drift"] = (f"drift {st['drift']:+.2f} log2(lr), {conf} interval "
+                             f"{_fmt_ci(st['drift_ci'])} is not inside ±{tol}: too noisy to tell")
+        unk.append(straddle["drift"])
     glo, ghi = st["gap_ci"]
     if glo > limits.max_gap:
         small = "narrow" if ax == "width" else "shallow"
         rej.append(f"the {small} optimum costs {st['gap']:.2%} at {ax} {w1} ({conf} interval "
                    f"{_fmt_ci(st['gap_ci'], True)}), over the {limits.max_gap:.0%} allowed")
     elif not ghi <= limits.max_gap and st["snr"] >= limits.min_curvature_snr:
-        straddle.append(f"loss gap at {ax} {w1} {st['gap']:.2%}, {conf} interval "
-                        f"{_fmt_ci(st['gap_ci'], True)} not under {limits.max_gap:.0%}")
-        unk.append(straddle[-1])
+        straddle["gap"] = (f"loss gap at {ax} {w1} {st['gap']:.2%}, {conf} interval "
+                           f"{_fmt_ci(st['gap_ci'], True)} not under {limits.max_gap:.0%}")
+        unk.append(straddle["gap"])
     llo = st["level_ci"][0]
     if llo > 0:
         big = "wider" if ax == "width" else "deeper"
@@ -347,7 +349,7 @@ def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Li
                    f"{_fmt_ci(st['level_ci'])} wholly above 0)")
 
 
-def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: list[str]) -> None:
+def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: dict[str, str]) -> None:
     """What the optimum at the target must show to pass: an interval inside ± tolerance of its
     estimate, models that agree there, and enough widths to tell them apart."""
     tol, conf = limits.tolerance_log2, f"{limits.confidence:.0%}"
@@ -360,9 +362,9 @@ def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: list[str]) ->
         unk.append(f"the optimum at {at} has no finite {conf} interval: some bootstrap fits "
                    "have no minimum (a flat curve)")
     elif not t.half_width <= tol:
-        straddle.append(f"the optimum at {at} is log2 lr {t.estimate:.2f}, {conf} interval "
-                        f"{_fmt_ci(t.interval)} ({t.model}): wider than ±{tol} around it")
-        unk.append(straddle[-1])
+        straddle["target"] = (f"the optimum at {at} is log2 lr {t.estimate:.2f}, {conf} "
+                              f"interval {_fmt_ci(t.interval)} ({t.model}): wider than ±{tol} around it")
+        unk.append(straddle["target"])
     if not t.disagreement <= tol:
         other = next(m for m in t.models if m != t.model)
         unk.append(f"the trajectory models disagree at {at} by {t.disagreement:.2f} octave "

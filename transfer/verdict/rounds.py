@@ -45,22 +45,20 @@ def _z(confidence: float) -> float:
 
 
 def _straddling(v: Verdict) -> list[tuple[str, float, list[float], dict]]:
-    """(name, estimate, interval, weight per width) of every interval straddling its limit."""
+    """(name, estimate, interval, weight per width) of every interval the verdict found
+    straddling its limit (`Verdict.straddling`)."""
     w0, w1 = v.widths[0], v.widths[-1]
-    tol, out = v.tolerance_log2, []
     edges = {w0: -1.0, w1: 1.0}
-    lo, hi = v.drift_ci
-    if not (-tol <= lo and hi <= tol) and not (lo > tol or hi < -tol):
-        out.append(("drift", v.drift_log2, [lo, hi], edges))
-    glo, ghi = v.loss_gap_ci
-    if not ghi <= v.max_gap and not glo > v.max_gap:
-        out.append(("gap", v.loss_gap, [glo, ghi], edges))
-    t = v.trajectory
-    if t and all(math.isfinite(x) for x in t["interval"]):
-        half = max(t["estimate"] - t["interval"][0], t["interval"][1] - t["estimate"])
-        if not half <= tol:
+    out = []
+    for name in v.straddling:
+        if name == "drift":
+            out.append((name, v.drift_log2, list(v.drift_ci), edges))
+        elif name == "gap":
+            out.append((name, v.loss_gap, list(v.loss_gap_ci), edges))
+        else:  # the optimum at the target
+            t = v.trajectory
             c = trajectory_weights(t["model"], t["widths"], t["target_width"])
-            out.append(("target", t["estimate"], list(t["interval"]),
+            out.append((name, t["estimate"], list(t["interval"]),
                         {w: float(x) for w, x in zip(t["widths"], c)}))
     return out
 

@@ -92,13 +92,17 @@ class _Points:
         self.lo, self.hi = float(self.x.min()) - REACH, float(self.x.max()) + REACH
 
 
+def _columns(p: _Points, K: np.ndarray, r: float) -> tuple[np.ndarray, np.ndarray]:
+    """u² and g = u·u′ (d below the kink, r·d above) at every point, kinks K (n, B): (N, B)."""
+    d = p.x[:, None] - K[p.wi, :]
+    return np.where(d > 0, r * d * d, d * d), np.where(d > 0, r * d, d)
+
+
 def _normal(p: _Points, K: np.ndarray, r: float, Y: np.ndarray):
     """The normal equations of a·u² + b_w·g + c_w with the kinks at K (n, B), for every column
-    of Y (N, B): (XᵀX (B, p, p), XᵀY (B, p)); g = u·u′ = d below, r·d above."""
+    of Y (N, B): (XᵀX (B, p, p), XᵀY (B, p))."""
     n, B = p.n, Y.shape[1]
-    d = p.x[:, None] - K[p.wi, :]
-    u2 = np.where(d > 0, r * d * d, d * d)
-    g = np.where(d > 0, r * d, d)
+    u2, g = _columns(p, K, r)
     M = p.onehot
     s = {"uu": u2 * u2, "ug": u2 * g, "gg": g * g}
     A = np.zeros((B, 1 + 2 * n, 1 + 2 * n))
@@ -168,9 +172,7 @@ def _window_points(curves: Mapping[int, Mapping], win: Mapping[int, Sequence[int
 
 def _start(p: _Points, y: np.ndarray) -> np.ndarray:
     """The plain parabola's vertices (r = 1 is linear in the kinks: one step from anywhere)."""
-    K = np.full((p.n, 1), float(p.x.mean()))
-    coef, K, _, _ = _fit_ratio(p, y[:, None], K, 1.0)
-    return K
+    return _fit_ratio(p, y[:, None], np.full((p.n, 1), float(p.x.mean())), 1.0)[1]
 
 
 def joint_fit(curves: Mapping[int, Mapping], widths: Sequence[int],
@@ -236,7 +238,7 @@ def statistics(table: dict, win: dict, widths: list[int], noise: float | None, n
     fits, pick = _best_ratio(p, y[:, None], _start(p, y), ratios)
     r, coef, K, rss, A = fits[int(pick[0])]
     est = _summarise(coef, K, r, n)
-    fitted = np.array([a for a in _values(coef[0], K[:, 0], r, p)])
+    fitted = _values(coef[0], K, r, p)
     fit_dof = len(y) - (1 + 2 * n) - (len(ratios) > 1)  # r counts when it is chosen
     residual = math.sqrt(float(rss[0]) / fit_dof) if fit_dof > 0 else math.nan
     # σ of the draws: the seeds' point scatter pooled with the fit's residual, so that a curve
@@ -285,9 +287,7 @@ def statistics(table: dict, win: dict, widths: list[int], noise: float | None, n
 
 
 def _values(coef: np.ndarray, K: np.ndarray, r: float, p: _Points) -> np.ndarray:
-    """The fitted losses at the window's points."""
+    """The fitted losses at the window's points (one fit: coef (p,), kinks K (n, 1))."""
     n = p.n
-    d = p.x - K[p.wi]
-    u2 = np.where(d > 0, r * d * d, d * d)
-    g = np.where(d > 0, r * d, d)
+    u2, g = (c[:, 0] for c in _columns(p, K, r))
     return coef[0] * u2 + coef[1:1 + n][p.wi] * g + coef[1 + n:][p.wi]

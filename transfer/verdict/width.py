@@ -132,13 +132,14 @@ def looks_taken(ctx: Context, study: optuna.Study) -> int:
     return 1 + sum(k.startswith("seed_round_") for k in study.user_attrs)
 
 
-def _seed_seconds(ctx: Context, study: optuna.Study, hp: dict, w: int, points: int) -> float:
-    """Predicted wall seconds of one more seed at `points` points of width `w` on the workers,
-    scaled as the grid's finished trials ran (measured ÷ predicted)."""
+def round_seconds(ctx: Context, study: optuna.Study, hp: dict) -> Callable[[int, int], float]:
+    """(width, trials) → predicted wall seconds of that many more trials at that width on the
+    workers: its probe scaled as the grid's finished trials ran (measured ÷ predicted). What a
+    growth round and a seed round each cost."""
     ratio, overall = measured_ratios(study.get_trials(deepcopy=False), lambda p: p["width"],
                                      lambda p: predict_seconds(ctx, hp, p["width"]))
-    return makespan([predict_seconds(ctx, hp, w) * ratio.get(w, overall)] * points,
-                    ctx.progress.workers)
+    return lambda w, trials: makespan([predict_seconds(ctx, hp, w) * ratio.get(w, overall)]
+                                      * trials, ctx.progress.workers)
 
 
 def add_seed_round(ctx: Context, study: optuna.Study, center: float, hp: dict
@@ -167,7 +168,8 @@ def add_seed_round(ctx: Context, study: optuna.Study, center: float, hp: dict
         if not verdict.more_data_decides:
             return []
         seeds = seeds_at(study, widths)
-        per_seed = {w: _seed_seconds(ctx, study, hp, w, len(curves[w])) for w in widths}
+        cost = round_seconds(ctx, study, hp)
+        per_seed = {w: cost(w, len(curves[w])) for w in widths}
         spent = sum(r["predicted_seconds"] for k, r in study.user_attrs.items()
                     if k.startswith("seed_round_"))
         plan = plan_round(verdict, base_confidence=v.confidence, looks=looks, seeds=seeds,
@@ -224,14 +226,12 @@ def extension_seconds(ctx: Context, study: optuna.Study, center: float, hp: dict
     queued grid: each round's seeds on the workers, at its width's probe scaled as the queued
     points are (measured ÷ predicted of that width's finished trials). Expected, and the range
     from the rounds each width grows by at odds ≥ 95 % to those at odds > 5 % (`RANGE`)."""
-    ratio, overall = measured_ratios(study.get_trials(deepcopy=False), lambda p: p["width"],
-                                     lambda p: predict_seconds(ctx, hp, p["width"]))
+    cost = round_seconds(ctx, study, hp)
     seeds = int(ctx.cfg.validation.seeds)
     low, high = RANGE
     total = Span.certain(0.0)
     for w, rounds in extension_rounds(ctx, study, center).items():
-        s = makespan([predict_seconds(ctx, hp, w) * ratio.get(w, overall)] * seeds,
-                     ctx.progress.workers)
+        s = cost(w, seeds)
         total += Span(s * sum(rounds), s * sum(p >= high for p in rounds),
                       s * sum(p > low for p in rounds))
     return total
