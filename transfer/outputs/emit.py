@@ -220,13 +220,21 @@ def depth_unshown(proxy_layers: int | None, target_layers: int, depth: Mapping |
     return proxy_layers != target_layers and not _depth_passed(depth)
 
 
-def interval_spans(proxy_layers: int, target_layers: int, depth: Mapping | None) -> str:
-    """What the emitted lr's interval accounts for (provenance.lr.interval_spans). It is the
-    width trajectory's: where the target is deeper or shallower than the proxies, the depth
-    rules' effect on the optimum is in it only as far as the depth check showed it (and that
-    check's drift is not added to it)."""
+def interval_spans(proxy_layers: int, target_layers: int, depth: Mapping | None, *,
+                   joint: bool = False) -> str:
+    """What the emitted lr's interval accounts for (provenance.lr.interval_spans): width and
+    depth where the emitted lr is the joint estimate (`joint`: the depth check measured the
+    optimum's trajectory across depth, `transfer.verdict.joint`); else the width trajectory's
+    alone, and the depth rules' effect on the optimum is in it only as far as the depth check
+    showed it."""
     if proxy_layers == target_layers:
         return f"width (the target has the proxies' {target_layers} layers)"
+    if joint:
+        verdict = depth.get("outcome") if depth else "not run"
+        return (f"width and depth: the width trajectory plus the optimum's move over depths "
+                f"{(depth or {}).get('depths')} carried to {target_layers} layers, drawn "
+                f"together (provenance.lr.parts); the depth verdict was {verdict}; the two "
+                "axes are assumed additive (docs/verdict.md)")
     if not depth_unshown(proxy_layers, target_layers, depth):
         return (f"width; depth {proxy_layers} → {target_layers} layers rests on the depth check "
                 f"over {depth.get('depths')} layers, which passed (its drift is not added to "

@@ -38,9 +38,11 @@ def png_bytes(fig, dpi: int = 120) -> bytes:
     return buf.getvalue()
 
 
-def trajectory_png(t: Mapping, *, axis: str = "width") -> bytes:
-    """Each measured width's optimum (with its interval), both trajectory models through them
-    out to the target, and the emitted estimate with its interval there."""
+def trajectory_png(t: Mapping, *, axis: str | None = None) -> bytes:
+    """Each measured width's (or depth's) optimum (with its interval), both trajectory models
+    through them out to the target, and the emitted estimate with its interval there."""
+    axis = axis or t.get("axis", "width")
+    form = "depth" if axis == "depth" else "width"
     fig = figure()
     ax = fig.subplots()
     ws, vs = list(t["widths"]), np.asarray(t["vertices"], dtype=float)
@@ -50,7 +52,7 @@ def trajectory_png(t: Mapping, *, axis: str = "width") -> bytes:
                 label="measured optimum")
     grid = np.geomspace(min(ws), t["target_width"], 60)
     for m, style in (("converging", "-"), ("log_linear", "--")):
-        line = [float(predict(m, ws, vs, w)) for w in grid]
+        line = [float(predict(m, ws, vs, w, form)) for w in grid]
         ax.plot(grid, line, style, lw=1, label=f"{m}" + (" (emitted)" if m == t["model"] else ""))
     lo, hi = t["interval"]
     if math.isfinite(t["estimate"]):
@@ -59,7 +61,7 @@ def trajectory_png(t: Mapping, *, axis: str = "width") -> bytes:
         ax.errorbar([t["target_width"]], [t["estimate"]], yerr=yerr, fmt="s", color="tab:green",
                     capsize=4, label=f"at the target ({t['confidence']:.0%} interval)")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel(axis)
+    ax.set_xlabel("layers" if axis == "depth" else axis)
     ax.set_ylabel("optimal log2 learning rate")
     ax.set_title(f"optimum at {axis} {t['target_width']}: {t['estimate']:.2f} "
                  f"[{lo:.2f}, {hi:.2f}]")
@@ -150,6 +152,9 @@ def run_plots(checks) -> dict[str, bytes]:
         out["lr_trajectory.png"] = trajectory_png(checks.verdict.trajectory)
     if checks.depth is not None:
         out["lr_transfer_depth.png"] = transfer_png(checks.depth, label="layers")
+        if checks.depth.trajectory:
+            out["lr_trajectory_depth.png"] = trajectory_png(checks.depth.trajectory,
+                                                            axis="depth")
     if checks.horizon is not None:
         out["lr_horizon.png"] = transfer_png(checks.horizon, label="tokens")
     for axis, res in checks.coord.items():

@@ -24,6 +24,7 @@ from transfer.run.planner import Plan
 from transfer.search import Context, StageSummary, open_study, summarize
 from transfer.verdict import depth, horizon
 from transfer.verdict.checks import Checks, mark_finalized, run_checks
+from transfer.verdict.joint import Joint
 from transfer.verdict.judge import Verdict
 from transfer.verdict.width import open_validation_study
 
@@ -97,30 +98,66 @@ def trial_timing(trials: pd.DataFrame) -> dict:
     return out
 
 
-def winners_for_emit(cfg, hp: dict, verdict: Verdict | None = None) -> dict:
-    """The tuned values, the recipe the proxies trained under, and the lr at the target width
-    where the validator's trajectory put it (`emitted_log2_lr`)."""
+def winners_for_emit(cfg, hp: dict, verdict: Verdict | None = None,
+                     joint: Joint | None = None) -> dict:
+    """The tuned values, the recipe the proxies trained under, and the lr at the target
+    where the validator's trajectories put it (`emitted_log2_lr`)."""
     w = {k: hp[k] for k in TUNABLE}
     w.update({k: getattr(cfg.scaling, k) for k in RECIPE_KEYS})
     w["weight_decay"] = float(cfg.train.weight_decay)  # the fixed rule's λ (timescale: unused)
-    if emitted_log2_lr(verdict) is not None:
-        w["lr"] = 2.0 ** emitted_log2_lr(verdict)
+    if emitted_log2_lr(verdict, joint) is not None:
+        w["lr"] = 2.0 ** emitted_log2_lr(verdict, joint)
     return w
 
 
-def emitted_log2_lr(verdict: Verdict | None) -> float | None:
-    """The optimum at the target width, from the trajectory of the grid's optima across the
-    proxies' widths, whatever the outcome (the interval and the verdict say what it is worth);
-    None only where nothing was measured (validation off, or no fit), and the stages' pick is
-    emitted."""
+def emitted_log2_lr(verdict: Verdict | None, joint: Joint | None = None) -> float | None:
+    """The optimum at the target: at its width and depth where the depth check measured the
+    optimum's trajectory across depth (`transfer.verdict.joint`), else at its width from the
+    trajectory across the proxies' widths; whatever the outcome (the interval and the verdicts
+    say what it is worth). None only where nothing was measured (validation off, or no fit),
+    and the stages' pick is emitted."""
+    if joint is not None and math.isfinite(joint.estimate):
+        return float(joint.estimate)
     t = None if verdict is None else verdict.trajectory
     if not t or not math.isfinite(t["estimate"]):
         return None
     return float(t["estimate"])
 
 
-def lr_provenance(hp: dict, verdict: Verdict | None) -> dict:
+def _joint_provenance(hp: dict, verdict: Verdict, j: Joint, depth_v: Verdict | None) -> dict:
+    """provenance.lr where the emitted lr is the joint width × depth estimate."""
+    t = verdict.trajectory
+    lo, hi = j.interval
+    w, d = j.width, j.depth
+    other = next(m for m in t["models"] if m != t["model"])
+    outcome = depth_v.outcome if depth_v is not None else "not run"
+    return {
+        "tuned_by_stages": float(hp["lr"]), "value": 2.0 ** j.estimate, "log2": j.estimate,
+        "interval": [2.0 ** lo, 2.0 ** hi], "interval_log2": [lo, hi],
+        "confidence": j.confidence, "model": w["model"], "model_form": w["form"],
+        "widths": w["widths"], "optima_log2": w["optima_log2"],
+        "target_width": j.target_width, "target_depth": j.target_depth,
+        "other_model": {"model": other, **t["models"][other]},
+        "parts": {"width": {**w, "draw_quantiles_log2": j.width_quantiles},
+                  "depth": {**d, "models": j.depth_models,
+                            "disagreement": j.depth_disagreement,
+                            "draw_quantiles_log2": j.depth_quantiles}},
+        "draw_quantiles_log2": j.draw_quantiles,
+        "source": f"transferred: the optimum's trajectory over widths {w['widths']} "
+                  f"({w['model']}) at width {j.target_width}, plus its move over depths "
+                  f"{d['depths']} ({d['model']}) from {d['from_depth']} to {j.target_depth} "
+                  "layers, both grids in one fit and one bootstrap (transfer.verdict.joint); "
+                  f"the width verdict was {verdict.outcome}, the depth verdict {outcome}",
+        "stages_pick_offset_log2": j.estimate - math.log2(float(hp["lr"])),
+    }
+
+
+def lr_provenance(hp: dict, verdict: Verdict | None, joint: Joint | None = None,
+                  depth_v: Verdict | None = None) -> dict:
     """Where target.yaml's base lr came from, with the stages' pick beside it."""
+    if joint is not None and verdict is not None and verdict.trajectory \
+            and math.isfinite(joint.estimate):
+        return _joint_provenance(hp, verdict, joint, depth_v)
     x = emitted_log2_lr(verdict)
     d = {"tuned_by_stages": float(hp["lr"])}
     if x is None:
@@ -164,20 +201,22 @@ def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dic
     """target.yaml: the emitted config, with where its lr came from and the verdicts."""
     cfg = ctx.cfg
     verdict = None if checks is None else checks.verdict
-    lr = lr_provenance(hp, verdict)
-    depth_summary = depth.summary(None if checks is None else checks.depth,
-                                  float(plan.proxies.derived["depth_alpha"]))
+    joint = None if checks is None else checks.joint
+    depth_v = None if checks is None else checks.depth
+    lr = lr_provenance(hp, verdict, joint, depth_v)
+    depth_summary = depth.summary(depth_v, float(plan.proxies.derived["depth_alpha"]))
     if "interval" in lr:
         lr["interval_spans"] = interval_spans(int(plan.proxies.derived["n_layers"]),
-                                              int(cfg.model.n_layers), depth_summary)
+                                              int(cfg.model.n_layers), depth_summary,
+                                              joint="target_depth" in lr)
     extra = [{"name": "proxy_shape", "value": None, "reason": n} for n in plan.proxies.notes]
     if verdict is None:
         extra.append({"name": "validation", "value": None,
                       "reason": "validation.enabled=false: nothing was checked"})
     target = emit_target(
         dataclasses.asdict(cfg.model), base_width=plan.proxies.base_width,
-        winners=winners_for_emit(cfg, hp, verdict), proxy=_proxy_block(plan),
-        validated=bool(verdict and verdict.passed),
+        winners=winners_for_emit(cfg, hp, verdict, joint), proxy=_proxy_block(plan),
+        validated=validated(checks),
         drift_log2=None if verdict is None else verdict.drift_log2,
         fingerprint=plan.fingerprint, budget=costs.budget_summary(cost),
         created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -188,6 +227,12 @@ def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dic
         lr_trajectory=lr if "interval" in lr else None)
     prov = target["provenance"]
     prov["lr"] = lr
+    if "target_depth" in lr:
+        target["train"]["lr_trajectory"].update(
+            target_depth=lr["target_depth"], depths=lr["parts"]["depth"]["depths"],
+            depth_optima_log2=lr["parts"]["depth"]["optima_log2"],
+            depth_model=lr["parts"]["depth"]["model"],
+            depth_model_form=lr["parts"]["depth"]["form"])
     if verdict is not None and verdict.outcome == "inconclusive":
         prov["warning"] = (
             "the validator could not tell whether the optimum transfers (inconclusive: "
@@ -213,17 +258,18 @@ def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
     v = None if checks is None else checks.verdict
     depth_v = None if checks is None else checks.depth
     stages, trials = summarize(ctx), trials_frame(ctx)
-    validated = bool(v and v.passed)
+    ok = validated(checks)
     c = _cost(plan, ctx, trials, stages,
               coord_seconds=0.0 if checks is None else checks.coord_seconds,
-              started=started, validated=validated)
+              started=started, validated=ok)
     target = _target(plan, ctx, hp, checks, c)
     config = plan.plain
     plots = {} if checks is None else run_plots(checks)
     notes = write_run(archive, name, RunFiles(
         config=config, trials=trials, cost=c, target=target, plots=plots,
         validation=None if v is None else v.to_dict(),
-        validation_depth=None if depth_v is None else depth_v.to_dict(),
+        validation_depth=None if depth_v is None else {
+            **depth_v.to_dict(), "joint": None if checks.joint is None else checks.joint.to_dict()},
         horizon=None if checks is None or checks.horizon is None
         else {**checks.horizon_result, "fit": checks.horizon.to_dict()},
         base_shapes=plan.proxies.family.save_base_shapes
@@ -231,9 +277,9 @@ def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
         report=render_report(name=name, cfg=config, stages=[s.to_dict() for s in stages],
                              validation=None if v is None else v.to_dict(), target=target,
                              cost=c, plots=report_plots(archive, name, plots)),
-        row={"name": name, "status": "finished" if v is None or validated else v.outcome,
+        row={"name": name, "status": "finished" if v is None or ok else _status(checks),
              "winners": winners_for_emit(ctx.cfg, hp),  # the stages'; the emitted lr: target.yaml
-             "validated": validated,
+             "validated": ok,
              "drift_log2": None if v is None else v.drift_log2,
              "saved_gpu_hours": c["saved_gpu_hours"]}))
     for note in notes:
@@ -249,6 +295,18 @@ def finalize(plan: Plan, ctx: Context, hp: dict, *, started: float) -> int:
     # an opt-in depth check counts: a rejection anywhere is exit 3, else the less certain one
     codes = {verdict_exit_code(x) for x in (checks.outcomes() if checks else [None])}
     return EXIT_REJECTED if EXIT_REJECTED in codes else max(codes)
+
+
+def validated(checks: Checks | None) -> bool:
+    """The transfer is validated: the width verdict passed, and the depth one where it ran."""
+    return bool(checks is not None and all(o == "passed" for o in checks.outcomes()))
+
+
+def _status(checks: Checks) -> str:
+    """The archive row's status of a run not validated: rejected if any verdict rejected, else
+    inconclusive."""
+    outcomes = checks.outcomes()
+    return "rejected" if "rejected" in outcomes else "inconclusive"
 
 
 def write_partial(plan: Plan, ctx: Context, reason: str, *, started: float) -> None:

@@ -10,7 +10,7 @@ of a shape, timed before its first full trial; the run reuses them, so they cost
   from the one before (0 s); the batch-size stage's choices are probed each at its own batch;
   with a pruner, a trial past the pruner's start-up is stopped with probability ½ (a median
   rule) at its first eligible evaluation, and costs that share of a full trial.
-- **validation**: points × seeds at both widths; **depth**: the deep proxy's points (the
+- **validation**: points × seeds at both widths; **depth**: the deeper proxies' points (the
   shallow ones are copied from the width grid); **horizon**: the short runs (the full-budget
   ones are copied).
 - **coord**: the coordinate checks' few steps per width (and depth), each width's step time
@@ -147,18 +147,20 @@ def _grids(ctx: Context, hp: dict) -> dict:
                                      for w in ws)
         steps = {w: ctx.probes[(w, int(hp["batch_size"]))][0] for w in (w0, ws[-1])}
         phases["coord"] = _coord_seconds(ctx, hp, steps)
-    if n_grid and depth.enabled(cfg):  # the deep proxy's points (the shallow ones are copied)
-        left = _left(2 * n_grid, _finished(ctx, lambda: depth.open_depth_study(ctx)))
+    if n_grid and depth.enabled(cfg):  # the deeper proxies' points (the shallow ones are copied)
+        ds = depth.depths(ctx)
+        left = _left(len(ds) * n_grid, _finished(ctx, lambda: depth.open_depth_study(ctx)))
         if left:
-            deep_layers = depth.depths(ctx)[1]
-            deep = depth.at_depth(ctx, deep_layers)
-            t2 = predict_seconds(deep, hp, w0)
-            phases["depth"] = left * n_grid * t2
-            extension += n_ext * t2
-            flops += left * tokens * n_grid * deep.proxies.family.flops_per_token(w0)
-            trial_seconds[f"{w0}x{deep_layers}L"] = t2
+            deeper = {d: depth.at_depth(ctx, d) for d in ds[1:]}
+            td = {d: predict_seconds(c, hp, w0) for d, c in deeper.items()}
+            phases["depth"] = left * n_grid * sum(td.values())
+            extension += n_ext * sum(td.values())
+            flops += left * tokens * n_grid * sum(c.proxies.family.flops_per_token(w0)
+                                                  for c in deeper.values())
+            trial_seconds.update({f"{w0}x{d}L": t for d, t in td.items()})
             # the depth coordinate check: a few steps at each of its depths, step time ∝ depth
-            step_deep = deep.probes[(w0, int(hp["batch_size"]))][0]
+            deep_layers = ds[-1]
+            step_deep = deeper[deep_layers].probes[(w0, int(hp["batch_size"]))][0]
             phases["coord"] = phases.get("coord", 0.0) + (
                 int(v.coord_steps) * COORD_BATCH / int(hp["batch_size"])
                 * sum(step_deep * d / deep_layers for d in depth.coord_depths(ctx)))

@@ -1,11 +1,11 @@
-"""A second lr curve beside the width grid's narrow one, along another axis: the grid of the
-depth check (n_layers: the stages' depth and a deeper proxy) and of the horizon check (tokens: a
+"""More lr curves beside the width grid's narrow one, along another axis: the grid of the
+depth check (n_layers: the stages' depth and deeper proxies) and of the horizon check (tokens: a
 short budget and the full one).
 
 Both use the width grid's centre, spacing, fresh seeds and edge extension at the stages' width.
-One of the two axis values is what the width grid already trained (the stages' depth; the full
+One of the axis values is what the width grid already trained (the stages' depth; the full
 budget): those points are copied in from it — same family, width, seed and lr, and training
-is deterministic — so only the other value's points cost. The grid lives in its own Optuna
+is deterministic — so only the other values' points cost. The grid lives in its own Optuna
 study (`<run>:<study>`), so it resumes and shares work between workers like every stage.
 """
 
@@ -38,7 +38,7 @@ class Axis:
     stage: str  # the trials' stage label and the progress lines' name
     study: str  # the grid study's name after "<run>:"
     param: str  # the trial parameter: "n_layers" or "tokens"
-    values: tuple[int, int]  # the two curves' keys, in the order the verdict reports them
+    values: tuple[int, ...]  # the curves' keys (≥ 2), in the order the verdict reports them
     copied: int  # the value the width grid trained at the stages' width: copied, not trained
     contexts: Mapping[int, Context]  # each value's context (its family or token budget)
     in_hparams: bool = False  # record the value among a trial's hparams (a model shape)
@@ -62,7 +62,7 @@ def queue(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Stu
     dists = {"log2_lr": optuna.distributions.FloatDistribution(lo, hi),
              axis.param: optuna.distributions.CategoricalDistribution(list(axis.values)),
              "seed": optuna.distributions.CategoricalDistribution(list(range(v.seeds)))}
-    (other,) = (x for x in axis.values if x != axis.copied)
+    others = [x for x in axis.values if x != axis.copied]
     done = finished_at_width(width_study, ctx.proxies.width)
     for s in range(v.seeds):
         for x in xs:
@@ -80,13 +80,14 @@ def queue(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Stu
                     params=params, distributions=dists, state=src.state,
                     value=src.value if src.state == TrialState.COMPLETE else None,
                     user_attrs=attrs))
-            study.enqueue_trial({"log2_lr": x, axis.param: other, "seed": s})
+            for other in others:
+                study.enqueue_trial({"log2_lr": x, axis.param: other, "seed": s})
 
 
 def extend(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Study,
            center: float) -> list[float] | None:
-    """Points on the side where a curve's minimum sits at the edge, queued for both curves
-    (unlike the width grid's per-width `extend_grid`: `queue` lays out both values at every
+    """Points on the side where a curve's minimum sits at the edge, queued for every curve
+    (unlike the width grid's per-width `extend_grid`: `queue` lays out every value at every
     lr, and the copied value's points are mostly free copies of the width grid's); None while
     other workers still have points to finish."""
     v = ctx.cfg.validation
@@ -102,7 +103,7 @@ def extend(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.St
 
 def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
                   ) -> optuna.Study:
-    """Train this worker's share of the grid, extending it until both curves' optima are
+    """Train this worker's share of the grid, extending it until every curve's optimum is
     bracketed or `validation.max_extend` is reached."""
     v = ctx.cfg.validation
     center = round(math.log2(hp["lr"]), 6)

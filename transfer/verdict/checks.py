@@ -24,6 +24,8 @@ from transfer.search.phases import timed
 from transfer.search.storage import FINALIZE_CLAIM, owner_alive, this_launch, this_process
 from transfer.verdict import depth, horizon
 from transfer.verdict.coord import CoordResult
+from transfer.verdict.joint import Joint
+from transfer.verdict.joint import lines as joint_lines
 from transfer.verdict.judge import Verdict, verdict_lines
 from transfer.verdict.width import judge_study, run_coord_check, run_grid
 
@@ -99,6 +101,8 @@ class Checks:
     # check name → (verdict, extra), in CHECKS order, the enabled ones only
     results: dict[str, tuple[Verdict, Any]] = field(default_factory=dict)
     coord_seconds: float = 0.0  # spent on the coordinate checks (width, depth) in this launch
+    # the lr at the target's width and depth (transfer.verdict.joint), where depth was checked
+    joint: Joint | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -127,8 +131,9 @@ class Checks:
         """Every check's printed lines, the width check's only with `width` (the sweep's run
         summary prints those among its own)."""
         by = {c.name: c for c in CHECKS}
-        return [line for name, (v, extra) in self.results.items() if width or name != "width"
-                for line in by[name].lines(v, extra)]
+        out = [line for name, (v, extra) in self.results.items() if width or name != "width"
+               for line in by[name].lines(v, extra)]
+        return out + (joint_lines(self.joint) if self.joint is not None else [])
 
     def outcomes(self) -> list[str]:
         """The verdicts' outcomes that decide the exit code: width and depth (the horizon
@@ -181,6 +186,11 @@ def run_checks(ctx: Context, hp: dict, *, coord_plotted: bool,
         checks.results[check.name] = check.judge(ctx, hp, study, (targets or {}).get(check.name),
                                                  coord_plotted)
     checks.coord_seconds = ctx.phases.get("coord", 0.0) - before
+    t = targets or {}
+    if checks.depth is not None and t.get("width") and t.get("depth"):
+        checks.joint = depth.joint_estimate(ctx, checks.verdict, checks.depth,
+                                            target_width=int(t["width"]),
+                                            target_depth=int(t["depth"]))
     return checks
 
 

@@ -1,11 +1,16 @@
-"""The depth check: does the tuned lr optimum stay put from the stages' depth to a deeper proxy?
+"""The depth check: where does the tuned lr optimum go as the proxies deepen, and can its place
+at the target's depth be predicted?
 
 The learning-rate grid at the stages' width (`transfer.verdict.axis_grid`: the width check's centre,
 spacing, seeds and edge extension), trained at the stages' depth L0 — the width check's narrow
-curve, copied — and at L1 = `validation.depth` (4 × L0 by default), judged by the same pure
-verdict (`transfer.verdict.judge.judge`, `Limits(axis="depth")`) with the depth coordinate check
-(`transfer.verdict.coord.depth_coord_check`) as its coordinate rule. Its own Optuna study,
-`<run>:validation-depth`. Off unless `validation.depth_enabled`.
+curve, copied — and at L0 doubled up to L1 = `validation.depth` (4 × L0 by default: L0, 2·L0,
+4·L0), judged by the same pure verdict (`transfer.verdict.judge.judge`,
+`Limits(axis="depth", judge_drift=False)`) with the depth coordinate check
+(`transfer.verdict.coord.depth_coord_check`) as its coordinate rule. The optimum may move with
+depth; what is judged is its trajectory to the target's depth (`transfer.verdict.trajectory`,
+the depth forms: converging y∞ + d·(L0/L), log-linear in log2 L): an interval inside the
+tolerance there and two models that agree. Its own Optuna study, `<run>:validation-depth`. Off
+unless `validation.depth_enabled`.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from transfer.core.hparams import MODEL_HPARAMS
 from transfer.search import Context
 from transfer.verdict.axis_grid import Axis, run_axis_grid
 from transfer.verdict.coord import CoordResult, depth_coord_check
-from transfer.verdict.judge import Verdict, judge
+from transfer.verdict.joint import Joint, joint
+from transfer.verdict.judge import Limits, Verdict, judge
+from transfer.verdict.trajectory import MODEL_FORMS, MODELS, coefficients, model_for
 from transfer.verdict.width import (
     curves_from,
     limits_from,
@@ -33,11 +40,16 @@ def enabled(cfg) -> bool:
     return bool(cfg.validation.depth_enabled)
 
 
-def depths(ctx: Context) -> tuple[int, int]:
-    """(L0, L1): the stages' depth and the deep proxy's."""
+def depths(ctx: Context) -> tuple[int, ...]:
+    """The depths the grid trains: the stages' L0, doubled while under the deepest proxy's
+    L1 (`validation.depth`, 4 × L0 by default), then L1: (2, 4, 8) for the cpu proxies."""
     l0 = int(ctx.proxies.family.n_layers)
     l1 = int(ctx.cfg.validation.depth or 4 * l0)
-    return l0, l1
+    out, d = [l0], 2 * l0
+    while d < l1:
+        out.append(d)
+        d *= 2
+    return tuple(out + [l1]) if l1 > l0 else (l0,)
 
 
 def at_depth(ctx: Context, n_layers: int) -> Context:
@@ -50,17 +62,17 @@ DEPTH_STUDY = "validation-depth"
 
 
 def axis(ctx: Context) -> Axis:
-    """The depth grid: L0 (the stages' depth, copied from the width grid) and L1."""
-    l0, l1 = depths(ctx)
-    return Axis(stage=STAGE, study=DEPTH_STUDY, param="n_layers", values=(l0, l1), copied=l0,
-                contexts={l0: at_depth(ctx, l0), l1: at_depth(ctx, l1)}, in_hparams=True)
+    """The depth grid: L0 (the stages' depth, copied from the width grid) and the deeper ones."""
+    ds = depths(ctx)
+    return Axis(stage=STAGE, study=DEPTH_STUDY, param="n_layers", values=ds, copied=ds[0],
+                contexts={d: at_depth(ctx, d) for d in ds}, in_hparams=True)
 
 
 def open_depth_study(ctx: Context) -> optuna.Study:
     return open_grid_study(ctx, DEPTH_STUDY)
 
 
-def curves(study: optuna.Study, ds: tuple[int, int]) -> dict:
+def curves(study: optuna.Study, ds: tuple[int, ...]) -> dict:
     """The grid as plain curves: depth -> [(log2 lr, [loss per seed; nan if diverged])]."""
     return curves_from(study, ds, axis="n_layers")
 
@@ -74,8 +86,9 @@ def run_depth_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optuna.
 def coord_depths(ctx: Context) -> list[int]:
     """The depths the depth coordinate check trains: `validation.coord_depths`, or L0 × 1, 2, 4
     and the deep proxy's (`transfer.run.predict` prices the same list)."""
-    l0, l1 = depths(ctx)
-    return sorted(set(ctx.cfg.validation.coord_depths or [l0, 2 * l0, 4 * l0, l1]))
+    ds = depths(ctx)
+    l0 = ds[0]
+    return sorted(set(ctx.cfg.validation.coord_depths or [l0, 2 * l0, 4 * l0, *ds]))
 
 
 def run_depth_coord(ctx: Context, hp: dict) -> CoordResult:
@@ -100,13 +113,35 @@ def validate_depth(ctx: Context, hp: dict, width_study: optuna.Study, *,
         res = run_depth_coord(ctx, hp)
         coord = res.to_dict()
         study.set_user_attr("coord_check", coord)
-    # two depths (the depth grid's): the trajectory to the target depth is reported with its
-    # interval, but two points cannot tell the models apart
-    limits = dataclasses.replace(limits_from(ctx.cfg.validation, target_width=target_depth),
-                                 axis="depth", min_trajectory_widths=2)
+    limits = depth_limits(ctx, target_depth)
     verdict = judge(curves(study, depths(ctx)), None, round(math.log2(float(hp["lr"])), 6),
                     limits, coord)
     return verdict, res
+
+
+def depth_limits(ctx: Context, target_depth: int | None) -> Limits:
+    """The width check's limits, read along depth: the drift and gap from L0 to the deepest
+    proxy are reported, not judged (the optimum may move with depth); the trajectory to the
+    target's depth is, with its depth models (three depths to tell them apart)."""
+    return dataclasses.replace(limits_from(ctx.cfg.validation, target_width=target_depth),
+                               axis="depth", judge_drift=False, min_trajectory_widths=3,
+                               trajectory_model=model_for(ctx.cfg.proxy.parametrization))
+
+
+def joint_estimate(ctx: Context, width: Verdict, deep: Verdict, *, target_width: int,
+                   target_depth: int) -> Joint | None:
+    """The lr at the target's width and depth at once (`transfer.verdict.joint`): both grids'
+    curves in one fit and one bootstrap, at the width verdict's confidence (its look's), with
+    the width and depth models the verdicts emit. None when the width verdict has no
+    trajectory or a curve cannot be fitted."""
+    if not width.trajectory or len(deep.widths) < 2:
+        return None
+    limits = depth_limits(ctx, target_depth)
+    return joint(width.curves, deep.curves, target_width=target_width, target_depth=target_depth,
+                 width_model=width.trajectory["model"], depth_model=limits.trajectory_model,
+                 confidence=width.confidence, n_boot=limits.n_boot, boot_seed=limits.boot_seed,
+                 window=limits.fit_window, scale=limits.interval_scale,
+                 min_seeds=limits.min_seeds)
 
 
 def summary(verdict: Verdict | None, alpha: float) -> dict | None:
@@ -114,10 +149,23 @@ def summary(verdict: Verdict | None, alpha: float) -> dict | None:
     if verdict is None:
         return None
     return {"outcome": verdict.outcome, "depths": list(verdict.widths), "depth_alpha": alpha,
+            "optima_log2": [verdict.best_log2_lr[d] for d in verdict.widths],
+            "optima_ci": [verdict.best_log2_lr_ci.get(d) for d in verdict.widths],
+            "models": models(verdict),
             "drift_log2": verdict.drift_log2, "drift_ci": list(verdict.drift_ci),
             "tolerance_log2": verdict.tolerance_log2, "loss_gap": verdict.loss_gap,
             "coord_max_abs_slope": verdict.coord_check.get("max_abs_slope"),
             "at_target": _at_target(verdict.trajectory), "reasons": verdict.reasons}
+
+
+def models(verdict: Verdict) -> dict:
+    """Each depth model's form and fitted coefficients (with no target depth too: what
+    `python -m transfer.validate` reports)."""
+    ds, v = list(verdict.widths), [verdict.best_log2_lr[d] for d in verdict.widths]
+    if len(ds) < 2 or not all(math.isfinite(x) for x in v):
+        return {}
+    return {m: {"form": MODEL_FORMS["depth"][m], "coefficients": coefficients(m, ds, v, "depth")}
+            for m in MODELS}
 
 
 def _at_target(t: dict | None) -> dict | None:
@@ -131,10 +179,18 @@ def _at_target(t: dict | None) -> dict | None:
 
 def lines(verdict: Verdict) -> list[str]:
     """The depth verdict in a few printed lines."""
-    l0, l1 = verdict.widths
+    ds = verdict.widths
     lo, hi = verdict.drift_ci
-    out = [f"   depth check  {verdict.outcome.upper()}: drift {verdict.drift_log2:+.2f} "
-           f"[{lo:+.2f}, {hi:+.2f}] log2(lr) ({l0}→{l1} layers, tol ±{verdict.tolerance_log2}), "
-           f"gap {verdict.loss_gap:.2%}, curvature S/N {verdict.curvature_snr:.1f}, depth coord "
-           f"slope {verdict.coord_check.get('max_abs_slope', math.nan):.2f}"]
+    optima = ", ".join(f"{d}: {verdict.best_log2_lr[d]:.2f}" for d in ds)
+    out = [f"   depth check  {verdict.outcome.upper()}: optimum (log2 lr) by layers {optima}; "
+           f"move {verdict.drift_log2:+.2f} [{lo:+.2f}, {hi:+.2f}] ({ds[0]}→{ds[-1]} layers), "
+           f"curvature S/N {verdict.curvature_snr:.1f}, depth coord slope "
+           f"{verdict.coord_check.get('max_abs_slope', math.nan):.2f}"]
+    t = verdict.trajectory
+    if t:
+        tlo, thi = t["interval"]
+        other = next(m for m in t["models"] if m != t["model"])
+        out.append(f"     at {t['target_width']} layers {t['estimate']:.2f} [{tlo:.2f}, "
+                   f"{thi:.2f}] ({t['model']}; {other} {t['models'][other]['estimate']:.2f}, "
+                   f"{t['disagreement']:.2f} octave apart; tol ±{verdict.tolerance_log2})")
     return out + [f"     - {r}" for r in verdict.reasons]

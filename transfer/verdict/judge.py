@@ -55,7 +55,12 @@ class Limits:
     trajectory_model: str = CONVERGING  # the emitted model (transfer.verdict.trajectory)
     min_trajectory_widths: int = 3  # two widths fit either model exactly: nothing to tell them apart
     decide_hint: str = "budget=thorough (more seeds, longer runs)"  # printed when inconclusive
-    axis: str = "width"  # what the two curves differ in (messages only): "width" or "depth"
+    axis: str = "width"  # what the curves differ in: "width" or "depth" (the trajectory's
+    # model forms, `transfer.verdict.trajectory.MODEL_FORMS`), "tokens" (messages only)
+    # Judge the drift and the loss gap from the first curve to the last against their limits.
+    # Off for depth: the optimum may move with depth, as long as where it moves to is
+    # predictable (the trajectory's rules judge that; docs/depth.md).
+    judge_drift: bool = True
     # The optimum's interval at the target, widened about its estimate by this factor: the
     # calibration measured on synthetic curves with known optima (benchmarks/validator_power.py
     # --coverage, docs/verdict.md "Coverage"), recorded in validation.json: fit.calibration.
@@ -207,7 +212,8 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
         if limits.target_width:
             traj = trajectory(widths, [stats["v"][w] for w in widths], stats["vertex_draws"],
                               target_width=limits.target_width, model=limits.trajectory_model,
-                              confidence=limits.confidence, scale=limits.interval_scale)
+                              confidence=limits.confidence, scale=limits.interval_scale,
+                              axis=limits.axis if limits.axis == "depth" else "width")
             _trajectory_rules(traj, limits, unk, straddle)
             stats["opt"], stats["opt_ci"] = traj.estimate, traj.interval
     calibration = {"interval_scale": limits.interval_scale,
@@ -311,7 +317,7 @@ def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Li
         mid = (xs[0] + xs[1]) / 2 if below else (xs[-2] + xs[-1]) / 2
         other = w1 if w == w0 else w0
         # When the other width is located, the edge bounds the drift: the optimum lies beyond it.
-        if bracketed[other] and math.isfinite(st["v"][other]):
+        if limits.judge_drift and bracketed[other] and math.isfinite(st["v"][other]):
             sign = 1 if w == w1 else -1  # drift = v1 − v0
             bound = sign * (mid - st["v"][other])
             upper = below == (w == w1)  # the bound is an upper one on the drift
@@ -324,6 +330,22 @@ def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Li
                    f"extending it ({xs[0]:.2f}..{xs[-1]:.2f} in log2 lr): not located")
     if unbracketed:
         return
+    if limits.judge_drift:
+        _drift_rules(st, w0, w1, limits, rej, unk, straddle)
+    llo = st["level_ci"][0]
+    if llo > 0:
+        big = "wider" if ax == "width" else "deeper"
+        rej.append(f"{big} is worse: fitted best loss {st['best'][w1]:.4f} at {ax} {w1} vs "
+                   f"{st['best'][w0]:.4f} at {ax} {w0} ({conf} interval of the difference "
+                   f"{_fmt_ci(st['level_ci'])} wholly above 0)")
+
+
+def _drift_rules(st: dict, w0: int, w1: int, limits: Limits, rej: list[str], unk: list[str],
+                 straddle: dict[str, str]) -> None:
+    """The drift from the first curve to the last inside ± tolerance, and the loss the first
+    curve's optimum costs on the last, under its limit."""
+    ax = limits.axis
+    tol, conf = limits.tolerance_log2, f"{limits.confidence:.0%}"
     lo, hi = st["drift_ci"]
     if lo > tol or hi < -tol:
         rej.append(f"the optimum moved: drift {st['drift']:+.2f} log2(lr) from {ax} {w0} to "
@@ -341,12 +363,6 @@ def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Li
         straddle["gap"] = (f"loss gap at {ax} {w1} {st['gap']:.2%}, {conf} interval "
                            f"{_fmt_ci(st['gap_ci'], True)} not under {limits.max_gap:.0%}")
         unk.append(straddle["gap"])
-    llo = st["level_ci"][0]
-    if llo > 0:
-        big = "wider" if ax == "width" else "deeper"
-        rej.append(f"{big} is worse: fitted best loss {st['best'][w1]:.4f} at {ax} {w1} vs "
-                   f"{st['best'][w0]:.4f} at {ax} {w0} ({conf} interval of the difference "
-                   f"{_fmt_ci(st['level_ci'])} wholly above 0)")
 
 
 def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: dict[str, str]) -> None:

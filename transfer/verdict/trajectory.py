@@ -31,11 +31,19 @@ import numpy as np
 
 from transfer.verdict.shared_curvature import interval
 
-__all__ = ["MODELS", "Trajectory", "model_for", "predict", "prior_offset", "trajectory", "weights"]
+__all__ = ["MODELS", "Trajectory", "coefficients", "model_for", "predict", "prior_offset",
+           "quantiles", "trajectory", "weights"]
 
 CONVERGING, LOG_LINEAR = "converging", "log_linear"
 MODELS = (CONVERGING, LOG_LINEAR)
-MODEL_FORMS = {CONVERGING: "x_inf + c·(w/w0)^-1/2", LOG_LINEAR: "a + b·log2(w/w0)"}
+# Each axis's forms of the two models. Across depth the converging model's correction is 1/L:
+# CompleteP's depth limit has corrections of order 1/L (Chizat 2025, arXiv 2509.10167); L0 is
+# the stages' depth (docs/depth.md).
+MODEL_FORMS = {
+    "width": {CONVERGING: "x_inf + c·(w/w0)^-1/2", LOG_LINEAR: "a + b·log2(w/w0)"},
+    "depth": {CONVERGING: "y_inf + d·(L0/L)", LOG_LINEAR: "a + b·log2(L/L0)"},
+}
+QUANTILES = np.linspace(0.0, 1.0, 201)  # what target.yaml keeps of a draw distribution
 
 
 def model_for(parametrization: str) -> str:
@@ -60,33 +68,57 @@ def prior_offset(parametrization: str, width: float, w0: float) -> float:
     return PRIOR_DRIFT_PER_DOUBLING.get(parametrization, 0.0) * float(np.log2(width / w0))
 
 
-def _basis(model: str, widths: Sequence[float], w0: float) -> np.ndarray:
+def _basis(model: str, widths: Sequence[float], w0: float, axis: str = "width") -> np.ndarray:
     w = np.asarray(widths, dtype=float) / w0
+    if axis not in MODEL_FORMS:
+        raise ValueError(f"unknown trajectory axis {axis!r}; available: {', '.join(MODEL_FORMS)}")
     if model == CONVERGING:
-        return np.stack([np.ones_like(w), w ** -0.5], axis=1)
+        return np.stack([np.ones_like(w), w ** (-0.5 if axis == "width" else -1.0)], axis=1)
     if model == LOG_LINEAR:
         return np.stack([np.ones_like(w), np.log2(w)], axis=1)
     raise ValueError(f"unknown trajectory model {model!r}; available: {', '.join(MODELS)}")
 
 
-def predict(model: str, widths: Sequence[float], vertices: np.ndarray, at: float) -> np.ndarray:
-    """Least-squares fit of `model` to `vertices` (shape (n_widths,) or (n_widths, n_draws)),
-    evaluated at width `at`; nan where any vertex is nan (a draw without a minimum)."""
+def predict(model: str, widths: Sequence[float], vertices: np.ndarray, at: float,
+            axis: str = "width") -> np.ndarray:
+    """Least-squares fit of `model` (its form on `axis`) to `vertices` (shape (n_widths,) or
+    (n_widths, n_draws)), evaluated at `at`; nan where any vertex is nan (a draw without a
+    minimum)."""
     v = np.asarray(vertices, dtype=float)
     col = v.ndim == 1
     v = v.reshape(len(widths), -1)
     w0 = float(min(widths))
-    coef = np.linalg.pinv(_basis(model, widths, w0)) @ np.nan_to_num(v)
-    out = _basis(model, [at], w0) @ coef
+    coef = np.linalg.pinv(_basis(model, widths, w0, axis)) @ np.nan_to_num(v)
+    out = _basis(model, [at], w0, axis) @ coef
     out = np.where(np.isnan(v).any(axis=0), np.nan, out[0])
     return out[0] if col else out
 
 
-def weights(model: str, widths: Sequence[float], at: float) -> np.ndarray:
-    """The estimate at width `at` as a weighted sum of the widths' optima: `predict` is linear
+def weights(model: str, widths: Sequence[float], at: float, axis: str = "width") -> np.ndarray:
+    """The estimate at `at` as a weighted sum of the widths' optima: `predict` is linear
     in them, estimate = weights · vertices."""
     w0 = float(min(widths))
-    return (_basis(model, [at], w0) @ np.linalg.pinv(_basis(model, widths, w0)))[0]
+    return (_basis(model, [at], w0, axis) @ np.linalg.pinv(_basis(model, widths, w0, axis)))[0]
+
+
+def coefficients(model: str, widths: Sequence[float], vertices: Sequence[float],
+                 axis: str = "width") -> list[float]:
+    """The fitted model's two coefficients (x_inf and c, or a and b, in `MODEL_FORMS` order)."""
+    w0 = float(min(widths))
+    v = np.nan_to_num(np.asarray(vertices, dtype=float))
+    return [float(c) for c in np.linalg.pinv(_basis(model, widths, w0, axis)) @ v]
+
+
+def quantiles(draws: np.ndarray) -> list[float]:
+    """`QUANTILES` of a draw distribution, a draw without a minimum (nan) counting as −inf for
+    half of them and +inf for the other half: what target.yaml keeps for a later joint draw
+    (the launch interval)."""
+    d = np.asarray(draws, dtype=float).ravel()
+    bad = np.isnan(d)
+    d = d.copy()
+    d[np.flatnonzero(bad)[::2]] = -np.inf
+    d[np.flatnonzero(bad)[1::2]] = np.inf
+    return [float(x) for x in np.quantile(d, QUANTILES, method="nearest")]
 
 
 @dataclass(frozen=True)
@@ -104,6 +136,7 @@ class Trajectory:
     disagreement: float  # |emitted − other| at the target, in octaves
     from_widest: float  # estimate − the widest width's optimum: the move still to come
     confidence: float
+    axis: str = "width"  # what `widths` count: "width" (d_model) or "depth" (layers)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -115,12 +148,13 @@ class Trajectory:
 
 
 def trajectory(widths: Sequence[int], vertices: Sequence[float], draws: np.ndarray, *,
-               target_width: int, model: str, confidence: float, scale: float = 1.0
-               ) -> Trajectory:
+               target_width: int, model: str, confidence: float, scale: float = 1.0,
+               axis: str = "width") -> Trajectory:
     """The trajectory from each width's fitted optimum (`vertices`) and its bootstrap draws
     (`draws`, shape (n_widths, n_boot)); needs ≥ 2 widths (3 to tell the models apart). Each
     model's interval at the target is widened about its estimate by `scale` (the calibration,
-    `transfer.verdict.judge.Limits.interval_scale`)."""
+    `transfer.verdict.judge.Limits.interval_scale`). `axis` picks the models' forms
+    (`MODEL_FORMS`): across width, or across depth with `widths` the depths."""
     if len(widths) < 2:
         raise ValueError(f"a trajectory needs optima at ≥ 2 widths, got {list(widths)}")
     if model not in MODELS:
@@ -129,9 +163,10 @@ def trajectory(widths: Sequence[int], vertices: Sequence[float], draws: np.ndarr
     d = np.asarray(draws, dtype=float).reshape(len(widths), -1)
     models = {}
     for m in MODELS:
-        est = float(predict(m, widths, v, target_width))
-        lo, hi = interval(predict(m, widths, d, target_width), confidence)
-        models[m] = {"form": MODEL_FORMS[m], "estimate": est,
+        est = float(predict(m, widths, v, target_width, axis))
+        lo, hi = interval(predict(m, widths, d, target_width, axis), confidence)
+        models[m] = {"form": MODEL_FORMS[axis][m], "estimate": est,
+                     "coefficients": coefficients(m, widths, v, axis),
                      "interval": [est - scale * (est - lo), est + scale * (hi - est)]}
     other = next(m for m in MODELS if m != model)
     est = models[model]["estimate"]
@@ -141,4 +176,4 @@ def trajectory(widths: Sequence[int], vertices: Sequence[float], draws: np.ndarr
         target_width=int(target_width), model=model, estimate=est,
         interval=models[model]["interval"], models=models,
         disagreement=abs(est - models[other]["estimate"]),
-        from_widest=est - float(v[int(np.argmax(widths))]), confidence=confidence)
+        from_widest=est - float(v[int(np.argmax(widths))]), confidence=confidence, axis=axis)
