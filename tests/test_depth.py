@@ -35,9 +35,11 @@ def ctx(**v) -> Context:
                    lock=contextlib.nullcontext, run_name="r")
 
 
-def test_the_deep_proxy_is_four_times_deeper_by_default():
-    assert depth.depths(ctx()) == (2, 8)
-    assert depth.depths(ctx(depth=16)) == (2, 16)
+def test_the_depths_double_from_the_stages_depth_to_four_times_it_by_default():
+    assert depth.depths(ctx()) == (2, 4, 8)
+    assert depth.depths(ctx(depth=16)) == (2, 4, 8, 16)
+    assert depth.depths(ctx(depth=6)) == (2, 4, 6)
+    assert depth.depths(ctx(depth=4)) == (2, 4)
 
 
 def test_at_depth_builds_deeper_with_the_same_base_depth():
@@ -62,7 +64,7 @@ def test_shallow_points_are_copied_from_the_width_grid_and_deep_ones_queued():
     assert all(t.value == by[(t.params["log2_lr"], t.params["seed"])] for t in copied)
     waiting = [t for t in trials if t.state == TrialState.WAITING]
     queued = sorted(t.system_attrs["fixed_params"]["n_layers"] for t in waiting)
-    assert queued == [2] * 2 + [8] * 8  # the shallow -3.0 (two seeds), every deep point
+    assert queued == [2] * 2 + [4] * 8 + [8] * 8  # the shallow -3.0 (two seeds), every deeper point
 
 
 def test_curves_are_keyed_by_depth():
@@ -74,17 +76,28 @@ def test_curves_are_keyed_by_depth():
     assert out[8] == []  # queued, not yet trained
 
 
-def test_a_moving_optimum_across_depth_is_rejected_in_depth_words():
-    """The same pure judge, keyed by depth: width-only μP's lr optimum falls with depth."""
+def test_deeper_is_worse_is_rejected_in_depth_words_a_move_alone_is_not():
+    """The depth check's limits, keyed by depth: the optimum may move (judge_drift off), but a
+    deeper proxy whose best loss is clearly worse (width-only μP's sign) is rejected."""
     xs = grid(-7.0, 7, 0.5)
-    c = {d: [(x, [0.06 * (x - v) ** 2 + lvl + o for o in (0.0, 0.05)]) for x in xs]
-         for d, v, lvl in ((2, -7.0, 2.6), (8, -8.5, 2.5))}
-    v = judge(c, None, -7.0, Limits(axis="depth"), {"passed": True, "max_abs_slope": 0.1})
-    assert v.outcome == REJECTED and v.widths == [2, 8]
-    assert any("moved" in r for r in v.rejected_because)
+    lim = depth.depth_limits(ctx(), 28)
+    assert lim.axis == "depth" and not lim.judge_drift and lim.min_trajectory_widths == 3
+
+    def curves(levels):
+        return {d: [(x, [0.06 * (x - v) ** 2 + lvl + o for o in (0.0, 0.05)]) for x in xs]
+                for d, v, lvl in zip((2, 4, 8), (-7.0, -7.3, -7.5), levels)}
+
+    coord = {"passed": True, "max_abs_slope": 0.1}
+    moved = judge(curves((2.6, 2.55, 2.5)), None, -7.0, lim, coord)
+    assert moved.outcome != REJECTED and moved.drift_log2 < -0.4
+    v = judge(curves((2.5, 2.6, 2.7)), None, -7.0, lim, coord)
+    assert v.outcome == REJECTED and v.widths == [2, 4, 8]
+    assert any("deeper is worse" in r for r in v.rejected_because)
     s = depth.summary(v, 0.0)
-    assert s["outcome"] == REJECTED and s["depths"] == [2, 8] and s["depth_alpha"] == 0.0
+    assert s["outcome"] == REJECTED and s["depths"] == [2, 4, 8] and s["depth_alpha"] == 0.0
     assert math.isclose(s["drift_log2"], v.drift_log2)
+    assert set(s["models"]) == {"converging", "log_linear"}
+    assert s["at_target"]["depth"] == 28
     assert depth.lines(v)[0].startswith("   depth check  REJECTED")
 
 

@@ -61,7 +61,7 @@ def test_width_only_mup_is_rejected_across_depth(mup_run):
     code, run_dir = mup_run
     v, target = read(run_dir)
     assert v["outcome"] == "rejected" and code == EXIT_REJECTED
-    assert v["widths"] == [1, 4]  # the verdict's keys: depths here
+    assert v["widths"] == [1, 2, 4]  # the verdict's keys: depths here (doubling up to 4)
     assert v["coord_check"]["axis"] == "depth" and not v["coord_check"]["passed"]
     assert v["coord_check"]["slopes"]["final_residual"] > 0.5
     nt = {x["name"]: x for x in target["provenance"]["not_transferred"]}
@@ -81,13 +81,30 @@ def test_completep_is_not_rejected_across_depth(completep_run):
     assert moved == (v["outcome"] == "passed")
 
 
+def test_the_emitted_lr_is_the_joint_width_and_depth_estimate(completep_run):
+    """The tiny target has 2 layers, the proxies 1: the emitted lr is the width trajectory at
+    the target width plus the depth trajectory's move from 1 to 2 layers, one joint fit."""
+    _, run_dir = completep_run
+    v, target = read(run_dir)
+    lr, j = target["provenance"]["lr"], v["joint"]
+    assert lr["target_depth"] == 2 and j["target_depth"] == 2
+    assert lr["interval_spans"].startswith("width and depth")
+    assert lr["log2"] == pytest.approx(j["estimate"])
+    assert lr["parts"]["width"]["estimate"] + lr["parts"]["depth"]["estimate"] == pytest.approx(
+        j["estimate"])
+    assert target["train"]["lr_transferred"] == pytest.approx(2.0 ** j["estimate"])
+    assert target["train"]["lr_trajectory"]["depths"] == [1, 2, 4]
+    assert len(lr["draw_quantiles_log2"]) == 201
+    assert (run_dir / "plots" / "lr_trajectory_depth.png").is_file()
+
+
 def test_depth_grid_reuses_the_width_grids_shallow_points(completep_run):
     _, run_dir = completep_run
     import pandas as pd
 
     trials = pd.read_csv(run_dir / "trials.csv")
     depth = trials[trials.stage == "validation_depth"]
-    assert set(depth.n_layers) == {1, 4}
+    assert set(depth.n_layers) == {1, 2, 4}
     shallow = depth[depth.n_layers == 1]
     # the grid's shallow points are copied from the width grid, not trained again
     assert (shallow.seconds == 0).sum() >= 5 * 2

@@ -26,6 +26,7 @@ from transfer.run.custom import STAGE
 from transfer.run.planner import Plan, make_context, plan_custom
 from transfer.search import default_hparams, open_study, run_stages, seed_incumbent, stage_space
 from transfer.search.storage import make_storage
+from transfer.verdict import depth
 from transfer.verdict.checks import mark_finalized, run_checks
 from transfer.verdict.judge import Verdict
 
@@ -57,6 +58,8 @@ def validate(cfg: DictConfig, *, build: Callable | None = None) -> int:
     ctx.progress.line(f"\n== {plan.name}  ({run_dir})")
     for line in checks.lines(width=True):
         ctx.progress.line(line)
+    for note in plan.proxies.notes[1:]:
+        ctx.progress.line(f"   note: {note}")
     outcomes = set(checks.outcomes())
     return verdict_exit_code("rejected" if "rejected" in outcomes else
                              "inconclusive" if "inconclusive" in outcomes else "passed")
@@ -74,7 +77,8 @@ def _files(plan: Plan, hp: dict, verdict: Verdict, depth_verdict: Verdict | None
         plots=report_plots(plan.archive, plan.name, plots))
     return RunFiles(
         config=config, trials=trials, validation=verdict.to_dict(),
-        validation_depth=None if depth_verdict is None else depth_verdict.to_dict(),
+        validation_depth=None if depth_verdict is None else {
+            **depth_verdict.to_dict(), "models": depth.models(depth_verdict)},
         audit={"builder": proxies.derived["builder"], "findings": [],
                "base_width": proxies.base_width, "delta_width": proxies.derived["delta_width"]},
         base_shapes=proxies.family.save_base_shapes, plots=plots, report=report,

@@ -109,14 +109,18 @@ def custom_proxies(cfg: Config, *, build: Callable | None = None
     family = locate_object(FAMILY_TARGET)(
         build_fn=fn, seq_len=seq_len, vocab_size=corpus.vocab_size, base_width=base_width,
         target=target, fixed={k: float(getattr(p, k)) for k in MODEL_HPARAMS})
+    notes = []
     if "n_layers" in family.depth_keywords:  # the depth hook (proxies/custom.py)
         n = p.n_layers or proxy_size(p.size)["n_layers"]
         family = dataclasses.replace(family, n_layers=n, base_depth=p.base_depth or n,
                                      depth_alpha=float(p.depth_alpha), _cache={})
     elif cfg.validation.depth_enabled:
-        raise UserError(f"validation.depth_enabled=true but {target} takes no `n_layers` "
-                        "keyword; add `n_layers` and `residual_mult` keywords to the builder "
-                        "(see proxies/custom.py) or drop the override")
+        # budget=default checks depth; a builder that cannot be deepened is validated in width
+        # alone, and the run says so (its notes)
+        cfg.validation.depth_enabled = False
+        notes.append(f"the depth check did not run: {target} takes no `n_layers` keyword (add "
+                     "`n_layers` and `residual_mult` keywords to the builder to check it: "
+                     "proxies/custom.py)")
     for name, w in (("proxy.base_width", base_width), ("proxy.width", width),
                     ("proxy.validation_width", validation_width)):
         try:
@@ -136,5 +140,6 @@ def custom_proxies(cfg: Config, *, build: Callable | None = None
                "source_sha256": family.source_hash(),
                "n_params": {str(w): family.n_params(w) for w in (width, validation_width)}}
     plan = ProxyPlan(family, width, validation_width, base_width, derived,
-                     [f"custom model {target}: depth, context and multipliers are its own"])
+                     [f"custom model {target}: depth, context and multipliers are its own",
+                      *notes])
     return cfg, plan, corpus
