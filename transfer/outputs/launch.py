@@ -29,8 +29,8 @@ from transfer.core.exponents import (
     measured_exponent,
 )
 
-__all__ = ["NEXT_MEASUREMENT", "WIDE_OCTAVES", "exponents", "launch_interval", "quantile_of",
-           "sample_quantiles"]
+__all__ = ["NEXT_MEASUREMENT", "WIDE_OCTAVES", "combine", "exponents", "launch_interval",
+           "quantile_of", "sample_quantiles"]
 
 SEED = 20240926  # fixed: the emitted interval is reproducible (no global RNG is touched)
 N_DRAWS = 200_000  # Monte-Carlo error of a 5 % quantile ~0.01 of its σ
@@ -140,36 +140,48 @@ def _doublings(terms: Mapping, key_from: str, key_to: str) -> float:
 
 
 def launch_interval(*, estimate_log2: float, trajectory: Mapping, terms: Mapping,
-                    scaling: Mapping, horizon: Mapping | None = None) -> dict:
-    """The launch lr's interval at the trajectory's confidence, each part's contribution and a
-    warning line where it is wider than WIDE_OCTAVES: `lr_interval`, `lr_interval_log2`,
-    `lr_interval_parts` and `warning` (None when narrow)."""
+                    scaling: Mapping, horizon: Mapping | None = None, seed: int = SEED) -> dict:
+    """The launch lr's interval at the trajectory's confidence for the rules the emitted lr used
+    (`terms`: the train block's `lr_factor_terms`; `scaling`: the rule set; `horizon`: the
+    horizon check's result): `combine` of the transferred lr's draws and the rules' exponents."""
     c = float(trajectory["confidence"])
-    rng = np.random.default_rng(SEED)
     transferred, t_source = _transferred(float(estimate_log2), trajectory, c)
     e_h, e_b = exponents(terms, scaling, horizon)
-    h = _doublings(terms, "from_tokens", "to_tokens")
-    b = _doublings(terms, "from_batch_tokens", "to_batch_tokens")
+    return combine(transferred, t_source, e_h, e_b, confidence=c,
+                   horizon_doublings=_doublings(terms, "from_tokens", "to_tokens"),
+                   batch_doublings=_doublings(terms, "from_batch_tokens", "to_batch_tokens"),
+                   parts=trajectory.get("parts"), seed=seed)
+
+
+def combine(transferred: Sequence[float] | ExponentDistribution, source: str,
+            e_h: ExponentDistribution, e_b: ExponentDistribution, *, confidence: float,
+            horizon_doublings: float, batch_doublings: float, parts: Mapping | None = None,
+            seed: int = SEED) -> dict:
+    """Draw log2 launch lr = transferred + e_h·horizon_doublings + e_b·batch_doublings jointly
+    (`transferred`: quantiles of its draws, or a distribution; `source`: where it came from;
+    `parts`: the width and depth parts' own quantiles, where given apart): `lr_interval`,
+    `lr_interval_log2`, `lr_interval_parts` and `warning` (None unless wider than WIDE_OCTAVES)."""
+    c, h, b = float(confidence), float(horizon_doublings), float(batch_doublings)
+    rng = np.random.default_rng(seed)
     draws = _draw(transferred, rng) + e_h.sample(rng, N_DRAWS) * h + e_b.sample(rng, N_DRAWS) * b
     lo, hi = (float(x) for x in np.quantile(draws, [0.5 - c / 2, 0.5 + c / 2],
                                             method="inverted_cdf"))
-    parts = _width_parts(trajectory, transferred, t_source, c)
-    parts["horizon"] = _rule_part(e_h, h, c, "D_target / D_proxy")
-    parts["batch"] = _rule_part(e_b, b, c, "B_target / B_proxy")
-    for name, share in _share({k: p["half_width_octaves"] for k, p in parts.items()}).items():
-        parts[name]["variance_share"] = share
-    largest = max(parts, key=lambda k: (parts[k]["variance_share"], parts[k]["half_width_octaves"]))
+    out = _width_parts(parts or {}, transferred, source, c)
+    out["horizon"] = _rule_part(e_h, h, c, "D_target / D_proxy")
+    out["batch"] = _rule_part(e_b, b, c, "B_target / B_proxy")
+    for name, share in _share({k: p["half_width_octaves"] for k, p in out.items()}).items():
+        out[name]["variance_share"] = share
+    largest = max(out, key=lambda k: (out[k]["variance_share"], out[k]["half_width_octaves"]))
     return {"lr_interval": [2.0 ** lo, 2.0 ** hi], "lr_interval_log2": [lo, hi],
             "lr_interval_parts": {
                 "confidence": c, "width_octaves": hi - lo, "largest": largest,
-                "transferred_draws": t_source,
-                **{k: parts[k] for k in PART_ORDER if k in parts}},
-            "warning": _warning(lo, hi, c, largest, parts[largest]["variance_share"])}
+                "transferred_draws": source,
+                **{k: out[k] for k in PART_ORDER if k in out}},
+            "warning": _warning(lo, hi, c, largest, out[largest]["variance_share"])}
 
 
-def _width_parts(trajectory: Mapping, transferred, t_source: str, c: float) -> dict:
-    """width (and depth, where the trajectory gives it apart): each part's own half-width."""
-    given = trajectory.get("parts") or {}
+def _width_parts(given: Mapping, transferred, t_source: str, c: float) -> dict:
+    """width (and depth, where the trajectory gives them apart): each part's own half-width."""
     out = {}
     for name in ("width", "depth"):
         qs = (given.get(name) or {}).get("draw_quantiles_log2")
