@@ -276,3 +276,14 @@ def test_the_summary_names_the_launch_interval_and_its_largest_parts(wide):
             "tuning_fraction": 0.1, "saved_gpu_hours": None}
     lines = run_lines(name="n", run_dir="d", stages=[], verdict=None, cost=cost, target=target)
     assert sum(ln.startswith("   WARNING      the launch lr's 90% interval") for ln in lines) == 1
+
+
+def test_draws_without_a_vertex_past_the_tail_make_the_interval_unbounded_and_say_so():
+    qs = normal_quantiles(-8.0, 0.5)
+    qs[:21] = [-math.inf] * 21  # 10 % of the draws found no vertex
+    out = combine(qs, spread("horizon", -0.32, -0.4, -0.3), point("batch", 0.5))
+    assert out["lr_interval_log2"][0] == -math.inf and math.isfinite(out["lr_interval_log2"][1])
+    parts = out["lr_interval_parts"]
+    assert parts["width"]["variance_share"] == 1.0 and parts["horizon"]["variance_share"] == 0.0
+    assert "unbounded (draws without a vertex)" in out["warning"]
+    assert "largest part is width" in out["warning"]

@@ -205,6 +205,8 @@ def _rule_part(dist: ExponentDistribution, doublings: float, c: float, ratio: st
 def _warning(lo: float, hi: float, c: float, largest: str, share: float) -> str | None:
     if not hi - lo > WIDE_OCTAVES:
         return None
-    return (f"the launch lr's {c:.0%} interval is 2^[{lo:.1f}, {hi:.1f}], {hi - lo:.1f} octaves "
-            f"wide (over {WIDE_OCTAVES:g}): the largest part is {largest} ({share:.0%} of its "
+    wide = (f"{hi - lo:.1f} octaves wide" if math.isfinite(hi - lo)
+            else "unbounded (draws without a vertex)")
+    return (f"the launch lr's {c:.0%} interval is 2^[{lo:.1f}, {hi:.1f}], {wide} (over "
+            f"{WIDE_OCTAVES:g} octaves): the largest part is {largest} ({share:.0%} of its "
             f"variance); to narrow it, {NEXT_MEASUREMENT[largest]}")
