@@ -116,18 +116,22 @@ def _half(x: Sequence[float] | ExponentDistribution, confidence: float) -> float
     return (quantile_of(x, 0.5 + confidence / 2) - quantile_of(x, 0.5 - confidence / 2)) / 2
 
 
-def exponents(terms: Mapping, scaling: Mapping, horizon: Mapping | None
-              ) -> tuple[ExponentDistribution, ExponentDistribution]:
+def exponents(terms: Mapping, scaling: Mapping, horizon: Mapping | None, *,
+              confidence: float = 0.9) -> tuple[ExponentDistribution, ExponentDistribution]:
     """(horizon, batch) exponent distributions for the rules the emitted lr used (`terms`: the
-    train block's `lr_factor_terms`, which say whether the horizon check's exponent was used)."""
+    train block's `lr_factor_terms`, which say whether the horizon check's exponent was used).
+    The horizon check's interval is at its own `confidence` (else `confidence`); a non-finite
+    measurement is left out."""
     measured = None
     if horizon and horizon.get("exponent_ci") is not None:
         e, (lo, hi) = horizon.get("exponent"), horizon["exponent_ci"]
         if all(x is not None and math.isfinite(float(x)) for x in (e, lo, hi)):
+            e, lo, hi = float(e), float(lo), float(hi)
             measured = measured_exponent(
-                e, (lo, hi), float(horizon.get("confidence") or 0.9),
-                label=f"measured on proxies (this run's horizon check, {float(e):+.3f} "
-                      f"[{float(lo):+.3f}, {float(hi):+.3f}])")
+                e, (min(lo, e), max(hi, e)),  # a percentile interval may miss its estimate
+                float(horizon.get("confidence") or confidence),
+                label=f"measured on proxies (this run's horizon check, {e:+.3f} "
+                      f"[{lo:+.3f}, {hi:+.3f}])")
     use = terms.get("horizon_exponent_source") == "measured" and measured is not None
     e_h = horizon_exponent_distribution(scaling["horizon_rule"], float(scaling["horizon_beta"]),
                                         measured=measured, use_measured=use)
@@ -146,7 +150,7 @@ def launch_interval(*, estimate_log2: float, trajectory: Mapping, terms: Mapping
     horizon check's result): `combine` of the transferred lr's draws and the rules' exponents."""
     c = float(trajectory["confidence"])
     transferred, t_source = _transferred(float(estimate_log2), trajectory, c)
-    e_h, e_b = exponents(terms, scaling, horizon)
+    e_h, e_b = exponents(terms, scaling, horizon, confidence=c)
     return combine(transferred, t_source, e_h, e_b, confidence=c,
                    horizon_doublings=_doublings(terms, "from_tokens", "to_tokens"),
                    batch_doublings=_doublings(terms, "from_batch_tokens", "to_batch_tokens"),
