@@ -9,6 +9,7 @@ horizon, warmup, weight decay: what μP does not carry) is `transfer.outputs.tra
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -18,6 +19,7 @@ import yaml
 from transfer.core import params, rules
 from transfer.core.cost import as_dict, target_params
 from transfer.core.hparams import TUNABLE
+from transfer.outputs.launch import launch_interval
 from transfer.outputs.train_block import train_block
 
 # The families' own features, written to target.yaml's model block where set.
@@ -36,6 +38,7 @@ HEADER = """\
 """
 
 NOT_VALIDATED_HEADER = "# WARNING: provenance.validated is false: {warning}\n"
+WIDE_LAUNCH_HEADER = "# WARNING: {warning} (provenance.launch_warning, train.lr_interval_parts)\n"
 
 
 def _warning(parametrization: str, validated: bool) -> str | None:
@@ -357,6 +360,32 @@ def _scaling(scaling_conf: Mapping | Any | None) -> dict:
     return dict(as_dict(ScalingConf()), **as_dict(scaling_conf))
 
 
+def _launch(train: dict, trajectory: Mapping, s: dict, horizon: Mapping | None) -> str | None:
+    """The transferred lr's interval and the launch lr's (`transfer.outputs.launch`: the
+    transferred lr's draws and the rules' exponents drawn jointly), with their provenance; the
+    one line that says the launch interval is wide, or None."""
+    lo, hi = (float(x) for x in trajectory["interval"])
+    launch = launch_interval(estimate_log2=math.log2(train["lr_transferred"]),
+                             trajectory=trajectory, terms=train["lr_factor_terms"], scaling=s,
+                             horizon=horizon)
+    train["lr_transferred_interval"] = [lo, hi]
+    train.update({k: launch[k] for k in ("lr_interval", "lr_interval_log2", "lr_interval_parts")})
+    train["lr_trajectory"] = {k: trajectory[k] for k in (
+        "model", "model_form", "widths", "optima_log2", "target_width", "confidence")}
+    parts = launch["lr_interval_parts"]
+    how = (f"the launch lr's {parts['confidence']:.0%} interval: log2 lr_transferred's draws + "
+           "e_h·log2(D_target/D_proxy) + e_b·log2(B_target/B_proxy), drawn jointly "
+           "(transfer.outputs.launch); each part's source: lr_interval_parts")
+    train["provenance"].update(
+        lr_transferred_interval=train["provenance"]["lr_transferred"],
+        lr_interval=how, lr_interval_log2=how,
+        lr_interval_parts=("each part's own central interval's half-width in octaves of lr and its "
+                           "share of the launch lr's variance (half-width² over their sum); each "
+                           "part's `source` says where it came from"),
+        lr_trajectory="measured on proxies (transfer.verdict.trajectory)")
+    return launch["warning"]
+
+
 def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, proxy: Mapping,
                 validated: bool, drift_log2: float | None, fingerprint: str, budget: Mapping,
                 created: str, not_transferred_extra: list | None = None,
@@ -367,8 +396,11 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
 
     lr_trajectory: where `winners["lr"]` came from when the validator extrapolated it to the
     target width (`interval` [lo, hi] of that lr, `interval_log2`, `confidence`, `model`,
-    `widths`, `target_width`); None when the stages' pick is emitted. Its interval is written
-    beside the lr (`train.lr_transferred_interval`, and `train.lr_interval` for the launch lr).
+    `widths`, `target_width`; optionally `draw_quantiles_log2`, the 201 quantiles of its
+    bootstrap draws at the target, and `parts` {width, depth: {draw_quantiles_log2}}); None when
+    the stages' pick is emitted. Its interval is written beside the lr
+    (`train.lr_transferred_interval`); `train.lr_interval` is the launch lr's, drawn jointly with
+    the rules' exponents (`transfer.outputs.launch`), with its parts (`lr_interval_parts`).
 
     horizon: the horizon check's result (`transfer.verdict.horizon.measure`), None when it did not
     run; where it is tight (`used: measured`) the lr's horizon factor uses its measured
@@ -404,21 +436,14 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
                        n_params_flops=counts["n_params_flops"])
     train = train_block(m, w, p=p, s=_scaling(scaling), counts=counts, n_gpus=int(n_gpus),
                          mu_label=_mu_label(parametrization, ok, lr_trajectory), horizon=horizon)
+    launch_warning = None
     if lr_trajectory:
-        lo, hi = (float(x) for x in lr_trajectory["interval"])
-        train["lr_transferred_interval"] = [lo, hi]
-        train["lr_interval"] = [lo * train["lr_factor"], hi * train["lr_factor"]]
-        train["lr_trajectory"] = {k: lr_trajectory[k] for k in (
-            "model", "model_form", "widths", "optima_log2", "target_width", "confidence")}
-        train["provenance"].update(
-            lr_transferred_interval=train["provenance"]["lr_transferred"],
-            lr_interval=f"lr_transferred_interval × lr_factor ({train['provenance']['lr']}; the "
-                        "rules' factor carries no interval of its own)",
-            lr_trajectory="measured on proxies (transfer.verdict.trajectory)")
+        launch_warning = _launch(train, lr_trajectory, _scaling(scaling), horizon)
     proxy_block = {"parametrization": parametrization, "base_width": base_width}
     proxy_block.update({k: v for k, v in p.items() if k != "parametrization"})
     provenance = {
         "validated": ok, "warning": _warning(parametrization, bool(validated)),
+        "launch_warning": launch_warning,
         "drift_log2": None if drift_log2 is None else float(drift_log2),
         "fingerprint": fingerprint, "created": created, "proxy": proxy_block,
         "transferred": _transferred(mup, w, depth),
@@ -451,6 +476,8 @@ def dump_yaml(obj: Mapping, path_or_stream: str | Path | IO[str],
         prov = obj.get("provenance") or {}
         if prov.get("validated") is False:
             header += NOT_VALIDATED_HEADER.format(warning=prov.get("warning"))
+        if prov.get("launch_warning"):
+            header += WIDE_LAUNCH_HEADER.format(warning=prov["launch_warning"])
     text = header + yaml.safe_dump(_plain(obj), sort_keys=False, allow_unicode=True,
                                    default_flow_style=False, width=100)
     if hasattr(path_or_stream, "write"):

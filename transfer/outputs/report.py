@@ -7,6 +7,7 @@ contents); nothing here computes a number, it only shows the ones it is given.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -174,11 +175,74 @@ def _emitted(target: Mapping) -> str:
         lines += [f"> **validated: false** — {warning}", ""]
     lines += [_table(["μP", "value"], [(k, v) for k, v in mup.items()]), "",
               _table(["group", "lr", "init_std", "weight_decay", "also"], rows), "",
-              _table(["train", "value"], [(k, v) for k, v in train.items()])]
+              _train_table(train)]
     spans = (target.get("provenance", {}).get("lr") or {}).get("interval_spans")
     if spans:
         lines += ["", f"The lr's interval spans {spans}."]
+    lines += _launch_parts(train, target.get("provenance", {}).get("launch_warning"))
     return "\n".join(lines)
+
+
+def _octaves(x: float) -> str:
+    return f"{x:+.2f}" if math.isfinite(x) else ("+∞" if x > 0 else "−∞")
+
+
+def _pow2(interval: Sequence[float]) -> str:
+    """[lo, hi] as `2^[a, b]`: an lr's interval reads in octaves, not as raw floats."""
+    a, b = (math.log2(x) if x > 0 else -math.inf for x in interval)
+    return f"2^[{_octaves(a)}, {_octaves(b)}]"
+
+
+def _train_table(train: Mapping) -> str:
+    """One row per train value with its source beside it; lrs with their interval as 2^[a, b],
+    the interval's parts in their own table (`_launch_parts`)."""
+    prov = train.get("provenance") or {}
+    beside = {"lr": "lr_interval", "lr_transferred": "lr_transferred_interval"}
+    rows = []
+    for k, v in train.items():
+        if k == "provenance":
+            continue
+        if k in ("lr_interval", "lr_transferred_interval") and v:
+            shown = _pow2(v)
+        elif k == "lr_interval_log2" and v:
+            shown = f"2^[{_octaves(v[0])}, {_octaves(v[1])}]"
+        elif k == "lr_interval_parts":
+            shown = "the table below"
+        elif k in beside and isinstance(v, float) and v > 0:
+            shown = f"{fmt(v)} = 2^{math.log2(v):.2f}" + (
+                f", interval {_pow2(train[beside[k]])}" if train.get(beside[k]) else "")
+        else:
+            shown = _value(v)
+        rows.append((k, shown, prov.get(k, "—")))
+    return _table(["train", "value", "source"], rows)
+
+
+def _launch_parts(train: Mapping, warning: str | None) -> list[str]:
+    """The launch lr's interval, what each part contributes, and the one line when it is wide."""
+    parts = train.get("lr_interval_parts")
+    if not parts:
+        return []
+    a, b = train["lr_interval_log2"]
+    out = ["", (f"The launch lr's {fmt(100 * parts['confidence'])} % interval is "
+                f"2^[{_octaves(a)}, {_octaves(b)}], {fmt(b - a)} octaves wide. Each part's own "
+                "interval (± half-width, octaves of lr) and its share of the variance (half-width² "
+                "over their sum):"), ""]
+    rows = []
+    for name in ("width", "depth", "horizon", "batch"):
+        p = parts.get(name)
+        if not p:
+            continue
+        e = p.get("exponent")
+        exponent = ("—" if not e else f"{e['central']:+.3f}, {fmt(100 * e['confidence'])} % "
+                    f"[{e['interval'][0]:+.3f}, {e['interval'][1]:+.3f}]")
+        rows.append((name, f"±{fmt(p['half_width_octaves'])}", _pct(p["variance_share"]),
+                     "—" if "doublings" not in p else fmt(p["doublings"]), exponent,
+                     p["source"]))
+    out.append(_table(["part", "± octaves", "share", "doublings carried", "exponent",
+                       "source"], rows))
+    if warning:
+        out += ["", f"> **The launch interval is wide**: {warning}."]
+    return out
 
 
 def _cap_line(cap: Mapping) -> str:

@@ -31,6 +31,8 @@ def run_lines(*, name: str, run_dir: Path, stages: Sequence[StageSummary],
     if verdict is not None:
         lines += verdict_lines(verdict)
     lines.append(lr_line(target))
+    if (target.get("provenance") or {}).get("launch_warning"):
+        lines.append(f"   WARNING      {target['provenance']['launch_warning']}")
     lines.append(
         f"   target run   {cost['target']['gpu_hours']:.3g} GPU-h on {cost['target']['hardware']}"
         f"; tuning {cost['tuning']['gpu_hours']:.3g} GPU-h-equivalent "
@@ -66,18 +68,34 @@ def not_transferred_line(target: Mapping) -> str:
 
 
 def lr_line(target: Mapping) -> str:
-    """The emitted lr: at the target width with its interval, or the stages' pick."""
+    """The emitted lr: at the target width with its interval, or the stages' pick; then the
+    launch lr with its interval and that interval's largest parts."""
     lr = (target.get("provenance") or {}).get("lr") or {}
     train = target.get("train") or {}
     if "interval" not in lr:
         return f"   emitted lr   {lr.get('value', math.nan):.3g} ({lr.get('source', '')})"
     lo, hi = lr["interval"]
-    launch = train.get("lr_interval") or [math.nan, math.nan]
     return (f"   emitted lr   {lr['value']:.3g} at width {lr['target_width']} "
             f"[{lo:.3g}, {hi:.3g}] ({lr['confidence']:.0%}, {lr['model']} over widths "
             f"{lr['widths']}; {lr['other_model']['model']} says "
-            f"{2.0 ** lr['other_model']['estimate']:.3g}); launch lr {train.get('lr', math.nan):.3g} "
-            f"[{launch[0]:.3g}, {launch[1]:.3g}] after the horizon and batch rules"
+            f"{2.0 ** lr['other_model']['estimate']:.3g}); " + launch_text(train)
             + ("; the interval spans width only (the target's depth is not in it: target.yaml "
                "provenance.lr.interval_spans)"
                if str(lr.get("interval_spans", "")).startswith("width only") else ""))
+
+
+def launch_text(train: Mapping, *, largest: int = 2) -> str:
+    """`launch lr X, 90 % 2^[a, b] (w octaves; horizon ±h (s %), batch ±b (s %), ...)`: the
+    launch lr, its interval in octaves and its `largest` parts by share of the variance."""
+    lr = train.get("lr", math.nan)
+    parts = train.get("lr_interval_parts")
+    if not parts:
+        launch = train.get("lr_interval") or [math.nan, math.nan]
+        return f"launch lr {lr:.3g} [{launch[0]:.3g}, {launch[1]:.3g}]"
+    a, b = train["lr_interval_log2"]
+    named = sorted(((k, v) for k, v in parts.items() if isinstance(v, Mapping)),
+                   key=lambda kv: -kv[1]["variance_share"])
+    shown = ", ".join(f"{k} ±{v['half_width_octaves']:.2g} oct ({v['variance_share']:.0%})"
+                      for k, v in named[:largest])
+    return (f"launch lr {lr:.3g}, {parts['confidence']:.0%} 2^[{a:.1f}, {b:.1f}] "
+            f"({b - a:.1f} octaves; largest parts: {shown})")
