@@ -122,8 +122,7 @@ def joint_curves(f, g, *, rng_seed=0, noise=0.004):
 
 def run_joint(w, d, **kw):
     return joint(w, d, target_width=3072, target_depth=TARGET_DEPTH, width_model=CONVERGING,
-                 depth_model=CONVERGING, confidence=0.9, n_boot=400, boot_seed=0, window=7,
-                 **kw)
+                 depth_model=CONVERGING, confidence=0.9, n_boot=400, boot_seed=0, window=7, **kw)
 
 
 def test_joint_recovers_an_additive_truth():
@@ -152,29 +151,43 @@ def test_joint_interval_covers_on_repeated_noise():
     assert hits >= 30, hits
 
 
-def test_the_shared_curve_is_drawn_once_for_both_axes():
-    """The (w0, L0) curve is in both trajectories: the joint interval is narrower than the two
-    parts' intervals added in quadrature as if independent would be when their draws are
-    anti-correlated, and differs from it in general — the parts are drawn together."""
-    f = lambda w: -7.0  # noqa: E731
-    g = lambda L: 0.0  # noqa: E731
+def test_each_part_is_its_verdicts_and_the_shared_curve_is_drawn_once_for_both():
+    """The width part is the width verdict's trajectory at the target, to the digit, and the
+    depth part the depth verdict's move; the (w0, L0) curve's bootstrap noise is shared, so
+    the joint interval differs from the two parts' intervals added as if independent."""
+    f = lambda w: -7.0 + 0.3 * (w / 64) ** -0.5  # noqa: E731
+    g = lambda L: -0.4 * (2 / L)  # noqa: E731
     w, d = joint_curves(f, g, noise=0.01)
     j = run_joint(w, d)
+    raw = {k: list(zip(t["log2_lr"], t["losses"])) for k, t in w.items()}
+    wv = judge(raw, None, -7.0, Limits(target_width=3072, n_boot=400, fit_window=7),
+               COORD_OK)
+    assert j.width["estimate"] == pytest.approx(wv.trajectory["estimate"], abs=1e-9)
+    assert j.width["interval"] == pytest.approx(wv.trajectory["interval"], abs=1e-9)
+    rawd = {k: list(zip(t["log2_lr"], t["losses"])) for k, t in d.items()}
+    dv = judge(rawd, None, -7.0, Limits(target_width=TARGET_DEPTH, axis="depth",
+                                        judge_drift=False, n_boot=400, fit_window=7), COORD_OK)
+    t = dv.trajectory
+    assert j.depth["estimate"] == pytest.approx(
+        t["estimate"] - predict(CONVERGING, DEPTHS, np.array(t["vertices"]), 2, "depth"))
+    assert j.depth["shared_points"] == 7
     half = lambda ci, e: max(e - ci[0], ci[1] - e)  # noqa: E731
     independent = math.hypot(half(j.width["interval"], j.width["estimate"]),
                              half(j.depth["interval"], j.depth["estimate"]))
-    assert abs(j.half_width - independent) > 0.01, (j.half_width, independent)
+    assert abs(j.half_width - independent) > 0.005, (j.half_width, independent)
 
 
-def test_joint_merges_the_shared_curves_extension_points():
+def test_joint_reads_the_shared_curves_extension_points_in_its_own_fit():
     """The depth grid extended its copy of the (w0, L0) curve by a point the width grid never
-    trained: the joint fit holds both grids' points of that curve once."""
+    trained: each fit reads its own copy; the points both hold share their noise."""
     f = lambda w: -7.0  # noqa: E731
     g = lambda L: 0.0  # noqa: E731
     w, d = joint_curves(f, g)
-    extra = {"log2_lr": d[2]["log2_lr"] + [-4.5], "losses": d[2]["losses"] + [[2.9, 2.9]]}
-    d[2] = extra
-    assert run_joint(w, d) is not None
+    d[2] = {"log2_lr": d[2]["log2_lr"] + [-7.25], "losses": d[2]["losses"] + [[2.61, 2.62]]}
+    j = run_joint(w, d)
+    # the depth fit's window (7 points nearest its minimum) holds the new point, which the
+    # width fit never drew; the others it shares
+    assert j is not None and j.depth["shared_points"] == 6
 
 
 def test_joint_needs_two_of_each():

@@ -179,8 +179,36 @@ def _emitted(target: Mapping) -> str:
     spans = (target.get("provenance", {}).get("lr") or {}).get("interval_spans")
     if spans:
         lines += ["", f"The lr's interval spans {spans}."]
+    lines += _joint(target.get("provenance", {}))
     lines += _launch_parts(train, target.get("provenance", {}).get("launch_warning"))
     return "\n".join(lines)
+
+
+def _joint(prov: Mapping) -> list[str]:
+    """The transferred lr at the target's width and depth, by part (provenance.lr.parts)."""
+    lr = prov.get("lr") or {}
+    if "target_depth" not in lr:
+        return []
+    w, d = lr["parts"]["width"], lr["parts"]["depth"]
+    other = d["models"]["log_linear"]
+
+    def ci(x: Sequence[float]) -> str:
+        return f"[{_octaves(x[0])}, {_octaves(x[1])}]"
+
+    rows = [("width part: the optimum at width " + fmt(lr["target_width"]),
+             f"{w['estimate']:.2f} {ci(w['interval'])}",
+             f"{w['model']} over widths {w['widths']} (optima {[round(x, 2) for x in w['optima_log2']]})"),
+            (f"depth part: its move from {d['from_depth']} to {lr['target_depth']} layers",
+             f"{d['estimate']:+.2f} {ci(d['interval'])}",
+             f"{d['model']} over depths {d['depths']} (optima "
+             f"{[round(x, 2) for x in d['optima_log2']]}); log_linear {other['estimate']:+.2f} "
+             f"{ci(other['interval'])}"),
+            ("lr_transferred (both, drawn together)",
+             f"{lr['log2']:.2f} {ci(lr['interval_log2'])}",
+             f"depth verdict: {(prov.get('depth') or {}).get('outcome', 'not run')}")]
+    return ["", f"The transferred lr at width {fmt(lr['target_width'])} × {lr['target_depth']} "
+                f"layers (log2, {lr['confidence']:.0%} intervals):", "",
+            _table(["part", "log2 lr", "from"], rows)]
 
 
 def _octaves(x: float) -> str:

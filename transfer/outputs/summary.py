@@ -75,10 +75,18 @@ def lr_line(target: Mapping) -> str:
     if "interval" not in lr:
         return f"   emitted lr   {lr.get('value', math.nan):.3g} ({lr.get('source', '')})"
     lo, hi = lr["interval"]
-    return (f"   emitted lr   {lr['value']:.3g} at width {lr['target_width']} "
-            f"[{lo:.3g}, {hi:.3g}] ({lr['confidence']:.0%}, {lr['model']} over widths "
-            f"{lr['widths']}; {lr['other_model']['model']} says "
-            f"{2.0 ** lr['other_model']['estimate']:.3g}); " + launch_text(train)
+    if "target_depth" in lr:  # the joint width × depth estimate (transfer.verdict.joint)
+        d = lr["parts"]["depth"]
+        where = (f"at width {lr['target_width']} × {lr['target_depth']} layers [{lo:.3g}, "
+                 f"{hi:.3g}] ({lr['confidence']:.0%}, {lr['model']} over widths {lr['widths']} "
+                 f"+ {d['model']} over depths {d['depths']}: depth moves it "
+                 f"{d['estimate']:+.2f} octave, log_linear says "
+                 f"{d['models']['log_linear']['estimate']:+.2f})")
+    else:
+        where = (f"at width {lr['target_width']} [{lo:.3g}, {hi:.3g}] ({lr['confidence']:.0%}, "
+                 f"{lr['model']} over widths {lr['widths']}; {lr['other_model']['model']} "
+                 f"says {2.0 ** lr['other_model']['estimate']:.3g})")
+    return (f"   emitted lr   {lr['value']:.3g} {where}; " + launch_text(train)
             + ("; the interval spans width only (the target's depth is not in it: target.yaml "
                "provenance.lr.interval_spans)"
                if str(lr.get("interval_spans", "")).startswith("width only") else ""))

@@ -130,18 +130,17 @@ def depth_limits(ctx: Context, target_depth: int | None) -> Limits:
 
 def joint_estimate(ctx: Context, width: Verdict, deep: Verdict, *, target_width: int,
                    target_depth: int) -> Joint | None:
-    """The lr at the target's width and depth at once (`transfer.verdict.joint`): both grids'
-    curves in one fit and one bootstrap, at the width verdict's confidence (its look's), with
-    the width and depth models the verdicts emit. None when the width verdict has no
-    trajectory or a curve cannot be fitted."""
+    """The lr at the target's width and depth at once (`transfer.verdict.joint`): each grid's
+    fit as its verdict made it, their shared curve's bootstrap noise drawn once for both, at the
+    width verdict's confidence (its look's), with the width and depth models the verdicts
+    emit. None when the width verdict has no trajectory or a curve cannot be fitted."""
     if not width.trajectory or len(deep.widths) < 2:
         return None
     limits = depth_limits(ctx, target_depth)
     return joint(width.curves, deep.curves, target_width=target_width, target_depth=target_depth,
                  width_model=width.trajectory["model"], depth_model=limits.trajectory_model,
                  confidence=width.confidence, n_boot=limits.n_boot, boot_seed=limits.boot_seed,
-                 window=limits.fit_window, scale=limits.interval_scale,
-                 min_seeds=limits.min_seeds)
+                 window=limits.fit_window, scale=limits.interval_scale)
 
 
 def summary(verdict: Verdict | None, alpha: float) -> dict | None:

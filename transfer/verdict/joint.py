@@ -11,11 +11,14 @@ trajectory's (across depth), each fitted to the optima of its own axis. Additive
 optimum's move with depth does not depend on width; the held-out "both" target (wider *and*
 deeper than every proxy) tests it (docs/verdict.md).
 
-One fit, one bootstrap: every curve of both grids goes through the same two-sided
-shared-curvature fit (`transfer.verdict.shared_curvature.statistics`), the (w0, L0) curve once,
-so each bootstrap draw moves that curve's optimum in both trajectories at once — the two axes
-are drawn together, not as two intervals added up. The interval is the draws' percentile
-interval, widened by the calibration factor like the width one.
+Drawn together: each axis keeps its own fit — the width verdict's two-sided shared-curvature
+fit of the width curves, the depth verdict's of the depth curves
+(`transfer.verdict.shared_curvature.statistics`, the same inputs, generators and draws), so the
+two parts are the numbers the two verdicts judged — and the bootstrap noise of the (w0, L0)
+curve's points is drawn once and used in both fits (`statistics(shared_z=…)`). A draw that
+moves that curve's optimum moves it in both trajectories at once: the interval of the sum is
+the draws' percentile interval, not two intervals added as if independent. It is widened by
+the calibration factor like the width one.
 
 Plain numpy: no Optuna, no config.
 """
@@ -70,19 +73,8 @@ class Joint:
 
 def _points(table: Mapping) -> list[tuple[float, list[float]]]:
     """A verdict's curve table ({log2_lr, losses}) back to (log2 lr, [loss per seed]) points."""
-    return [(float(x), [float(y) for y in ls]) for x, ls in zip(table["log2_lr"], table["losses"])]
-
-
-def _merge(a: list, b: list) -> list:
-    """One curve from two copies of it (the width grid's and the depth grid's points of the
-    (w0, L0) curve: the same trials, each grid perhaps extended differently); at an lr both hold,
-    the one with more seeds."""
-    out = {round(x, 6): (x, ls) for x, ls in b}
-    for x, ls in a:
-        k = round(x, 6)
-        if k not in out or len(ls) >= len(out[k][1]):
-            out[k] = (x, ls)
-    return sorted(out.values())
+    return sorted((float(x), [float(y) for y in ls])
+                  for x, ls in zip(table["log2_lr"], table["losses"]))
 
 
 def _row(points: list) -> dict:
@@ -91,14 +83,35 @@ def _row(points: list) -> dict:
             "losses": [list(map(float, p[1])) for p in points]}
 
 
+def _fit(curves: Mapping[int, Mapping], *, window: int, n_boot: int, boot_seed: int,
+         confidence: float, shared_z: Mapping | None = None) -> dict | None:
+    """One axis's fit as its verdict makes it (`transfer.verdict.judge.judge`: seed-mean
+    curves, the fit window, the seeds' interaction noise as the floor), with `shared_z`'s
+    points drawn from the given normals. None when a curve has fewer than 3 points to fit."""
+    keys = sorted(curves)
+    raw = {k: _points(curves[k]) for k in keys}
+    table = {k: _row(raw[k]) for k in keys}
+    win = {k: fit_window(np.asarray(table[k]["log2_lr"]), np.asarray(table[k]["loss"]), window)
+           for k in keys}
+    if any(len(win[k]) < 3 for k in keys):
+        return None
+    n_seeds = min((len(ls) for k in keys for _, ls in raw[k]), default=0)
+    pure, dof = interaction_noise(table, keys)
+    floor = pure / math.sqrt(n_seeds) if dof > 0 else None
+    return statistics(table, win, keys, floor, dof, float(table[keys[0]]["log2_lr"][0]),
+                      confidence=confidence, n_boot=n_boot, boot_seed=boot_seed,
+                      shared_z=shared_z)
+
+
 def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mapping], *,
           target_width: int, target_depth: int, width_model: str, depth_model: str,
           confidence: float, n_boot: int, boot_seed: int, window: int, scale: float = 1.0,
-          min_seeds: int = 2) -> Joint | None:
+          width_seed: int | None = None) -> Joint | None:
     """The joint estimate from the width verdict's curves (width → {log2_lr, losses}, at the
     stages' depth) and the depth verdict's (depth → the same, at the stages' width, its
-    shallowest the width grid's narrowest). None when a curve has too few finite points to fit.
-    """
+    shallowest the same trials as the width grid's narrowest). `boot_seed` is the depth
+    verdict's generator seed, `width_seed` the width verdict's (default the same). None when a
+    curve has too few finite points to fit."""
     widths, depths = sorted(width_curves), sorted(depth_curves)
     if len(widths) < 2 or len(depths) < 2:
         raise ValueError(f"a joint estimate needs ≥ 2 widths and ≥ 2 depths, got {widths}, "
@@ -107,61 +120,53 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
         if m not in MODELS:
             raise ValueError(f"unknown trajectory model {m!r}; available: {', '.join(MODELS)}")
     w0, l0 = widths[0], depths[0]
-    keys = [("width", w) for w in widths] + [("depth", d) for d in depths[1:]]
-    raw = {("width", w): _points(width_curves[w]) for w in widths}
-    raw[("width", w0)] = _merge(raw[("width", w0)], _points(depth_curves[l0]))
-    raw.update({("depth", d): _points(depth_curves[d]) for d in depths[1:]})
-    table = {k: _row(raw[k]) for k in keys}
-    win = {k: fit_window(np.asarray(table[k]["log2_lr"]), np.asarray(table[k]["loss"]), window)
-           for k in keys}
-    if any(len(win[k]) < 3 for k in keys):
+    ws = _fit(width_curves, window=window, n_boot=n_boot, confidence=confidence,
+              boot_seed=boot_seed if width_seed is None else width_seed)
+    if ws is None:
         return None
-    n_seeds = min(len(ls) for k in keys for _, ls in raw[k])
-    pure, dof = interaction_noise(table, keys)
-    floor = pure / math.sqrt(n_seeds) if dof > 0 and n_seeds >= min_seeds else None
-    st = statistics(table, win, keys, floor, dof, float(table[keys[0]]["log2_lr"][0]),
-                    confidence=confidence, n_boot=n_boot, boot_seed=boot_seed)
-    v = np.array([st["v"][k] for k in keys])
-    draws = np.asarray(st["vertex_draws"]).reshape(len(keys), -1)
-    nw = len(widths)
-    dv_idx = [0] + list(range(nw, len(keys)))  # the depth trajectory's rows: (w0, L0) first
-
-    def width_part(x):
-        return predict(width_model, widths, x[:nw], target_width, "width")
+    shared = {(l0, x): z for (w, x), z in ws["z"].items() if w == w0}
+    ds = _fit(depth_curves, window=window, n_boot=n_boot, confidence=confidence,
+              boot_seed=boot_seed, shared_z=shared)
+    if ds is None:
+        return None
+    vw = np.array([ws["v"][w] for w in widths])
+    vd = np.array([ds["v"][d] for d in depths])
+    dw = np.asarray(ws["vertex_draws"]).reshape(len(widths), -1)
+    dd = np.asarray(ds["vertex_draws"]).reshape(len(depths), -1)
 
     def depth_part(x, model=depth_model):
-        rows = x[dv_idx]
-        return (predict(model, depths, rows, target_depth, "depth")
-                - predict(model, depths, rows, l0, "depth"))
+        return (predict(model, depths, x, target_depth, "depth")
+                - predict(model, depths, x, l0, "depth"))
 
     def scaled(est, ci):
         return [est - scale * (est - ci[0]), est + scale * (ci[1] - est)]
 
-    w_est, d_est = float(width_part(v)), float(depth_part(v))
-    w_draws, d_draws = width_part(draws), depth_part(draws)
+    w_est = float(predict(width_model, widths, vw, target_width, "width"))
+    d_est = float(depth_part(vd))
+    w_draws = predict(width_model, widths, dw, target_width, "width")
+    d_draws = depth_part(dd)
     est = w_est + d_est
-    both = w_draws + d_draws
     d_models = {}
     for m in MODELS:
-        e = float(depth_part(v, m))
+        e = float(depth_part(vd, m))
         d_models[m] = {"form": MODEL_FORMS["depth"][m], "estimate": e,
-                       "interval": scaled(e, interval(depth_part(draws, m), confidence))}
+                       "interval": scaled(e, interval(depth_part(dd, m), confidence))}
     other = next(m for m in MODELS if m != depth_model)
     return Joint(
         target_width=int(target_width), target_depth=int(target_depth), estimate=est,
-        interval=scaled(est, interval(both, confidence)), confidence=confidence,
+        interval=scaled(est, interval(w_draws + d_draws, confidence)), confidence=confidence,
         width={"model": width_model, "form": MODEL_FORMS["width"][width_model],
                "estimate": w_est, "interval": scaled(w_est, interval(w_draws, confidence)),
-               "widths": [int(w) for w in widths], "optima_log2": [float(x) for x in v[:nw]],
+               "widths": [int(w) for w in widths], "optima_log2": [float(x) for x in vw],
                "at_depth": int(l0)},
         depth={"model": depth_model, "form": MODEL_FORMS["depth"][depth_model],
                "estimate": d_est, "interval": d_models[depth_model]["interval"],
-               "depths": [int(d) for d in depths],
-               "optima_log2": [float(x) for x in v[dv_idx]], "at_width": int(w0),
-               "from_depth": int(l0)},
+               "depths": [int(d) for d in depths], "optima_log2": [float(x) for x in vd],
+               "at_width": int(w0), "from_depth": int(l0),
+               "shared_points": sum(k in shared for k in ds["z"])},
         depth_models=d_models,
         depth_disagreement=abs(d_est - d_models[other]["estimate"]),
-        draw_quantiles=quantiles(both), width_quantiles=quantiles(w_draws),
+        draw_quantiles=quantiles(w_draws + d_draws), width_quantiles=quantiles(w_draws),
         depth_quantiles=quantiles(d_draws), scale=float(scale))
 
 

@@ -220,13 +220,17 @@ def interaction_noise(table: dict, widths: Sequence[int]) -> tuple[float, int]:
 
 def statistics(table: dict, win: dict, widths: list[int], noise: float | None, noise_dof: int,
                tuned: float, *, confidence: float, n_boot: int, boot_seed: int,
-               ratios: Sequence[float] = RATIOS) -> dict:
+               ratios: Sequence[float] = RATIOS,
+               shared_z: Mapping[tuple, np.ndarray] | None = None) -> dict:
     """Point estimates and bootstrap intervals of drift, gap, level difference and optimum.
 
     `table[w]` holds the seed-mean curve (`log2_lr`, `loss`), `win[w]` the indices the fit
     sees (`fit_window`); `noise` and `noise_dof` the seed-mean curve's point σ measured from the
     seeds, when known; `tuned` the log2 lr whose gap is reported beside the optimum's; `ratios`
-    the asymmetries tried (`(1.0,)`: the plain parabola). With more than two widths (the
+    the asymmetries tried (`(1.0,)`: the plain parabola); `shared_z` the standard normal draws
+    of points another fit shares ((width, round(log2 lr, 6)) → (n_boot,)): those points get
+    them instead of their own, so two fits of one curve move together (`transfer.verdict.joint`);
+    `z` in the result holds every window point's. With more than two widths (the
     trajectory) the curvature is shared by all of them, and drift, gap and level compare the
     narrowest with the widest; `vertex_draws` holds every width's bootstrap optima (n_widths ×
     n_boot) for `transfer.verdict.trajectory`. The bootstrap draws `n_boot` refits from its own
@@ -258,10 +262,16 @@ def statistics(table: dict, win: dict, widths: list[int], noise: float | None, n
 
     draws = {key: np.full((n, 1) if key in ("v", "best") else 1, np.nan) for key in est}
     r_draws = np.full(1, np.nan)
+    point_keys = [(widths[i], round(float(x), 6)) for i, x in zip(p.wi, p.x)]
+    Z = np.full((y.size, 1), np.nan)
     if math.isfinite(sigma) and dof > 0:
         rng = np.random.default_rng(boot_seed)
         s = sigma * np.sqrt(dof / rng.chisquare(dof, size=n_boot))
-        Y = fitted[:, None] + rng.normal(size=(y.size, n_boot)) * s[None, :]
+        Z = rng.normal(size=(y.size, n_boot))
+        for i, key in enumerate(point_keys):
+            if shared_z is not None and key in shared_z:
+                Z[i] = shared_z[key]
+        Y = fitted[:, None] + Z * s[None, :]
         dfits, dpick = _best_ratio(p, Y, np.repeat(K, n_boot, axis=1), ratios)
         summ = [_summarise(f[1], f[2], f[0], n) for f in dfits]
         draws = {key: np.choose(dpick, [sm[key] for sm in summ]) if summ[0][key].ndim == 1
@@ -283,7 +293,8 @@ def statistics(table: dict, win: dict, widths: list[int], noise: float | None, n
                 snr=float(snr), opt=float(est["opt"][0]), opt_ci=ci["opt"], sigma=sigma,
                 dof=dof, residual=residual, v=v, v_ci=v_ci, best=best, at=float(est["at"][0]),
                 vertex_draws=draws["v"], asymmetry=float(r),
-                asymmetry_ci=interval(r_draws, confidence))
+                asymmetry_ci=interval(r_draws, confidence),
+                z={k: Z[i] for i, k in enumerate(point_keys)})
 
 
 def _values(coef: np.ndarray, K: np.ndarray, r: float, p: _Points) -> np.ndarray:
