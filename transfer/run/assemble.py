@@ -146,7 +146,8 @@ def _joint_provenance(hp: dict, verdict: Verdict, j: Joint, depth_v: Verdict | N
         "source": f"transferred: the optimum's trajectory over widths {w['widths']} "
                   f"({w['model']}) at width {j.target_width}, plus its move over depths "
                   f"{d['depths']} ({d['model']}) from {d['from_depth']} to {j.target_depth} "
-                  "layers, both grids in one fit and one bootstrap (transfer.verdict.joint); "
+                  "layers, each its verdict's fit, their shared curve's bootstrap noise drawn "
+                  "once for both (transfer.verdict.joint); "
                   f"the width verdict was {verdict.outcome}, the depth verdict {outcome}",
         "stages_pick_offset_log2": j.estimate - math.log2(float(hp["lr"])),
     }
