@@ -202,16 +202,22 @@ def train_point(run_dir: Path, target: dict, cfg, hp: dict, corpus, *, log2_lr: 
     return total_loss / n
 
 
-def point_key(run_dir: Path, target: dict, log2_lr: float, seed: int) -> str:
+def point_key(run_dir: Path, target: dict, log2_lr: float, seed: int, hp: dict) -> str:
+    """A trained point's cache key: what `train_point` trains from — the target's shape, its
+    μP block, each group's lr factor (to train.lr) and init, the proxies' winners (batch,
+    warmup, …) — with the lr and seed; not the emitted lr itself, so a new emission of the same
+    recipe (the depth part added to lr_transferred) reuses the points."""
+    groups = [(g["name"], round(g["lr"] / float(target["train"]["lr"]), 9), g.get("init_std"))
+              for g in target["param_groups"]]
     ident = json.dumps({"run": run_dir.name, "model": target["model"], "log2_lr": round(log2_lr, 6),
-                        "seed": seed, "lr_transferred": target["train"]["lr_transferred"],
-                        "scale_basis": "train.lr"},
-                       sort_keys=True)
+                        "seed": seed, "mup": target["mup"], "groups": groups,
+                        "winners": {k: v for k, v in sorted(hp.items()) if k != "lr"},
+                        "scale_basis": "train.lr"}, sort_keys=True, default=str)
     return hashlib.sha256(ident.encode()).hexdigest()[:20]
 
 
 def cached_point(args, run_dir, target, cfg, hp, corpus, log2_lr, seed) -> float:
-    path = (args.points or args.out / "points") / f"{point_key(run_dir, target, log2_lr, seed)}.json"
+    path = (args.points or args.out / "points") / f"{point_key(run_dir, target, log2_lr, seed, hp)}.json"
     if path.exists():
         return float(json.loads(path.read_text())["loss"])
     t = time.perf_counter()
