@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 
+import numpy as np
 import optuna
 import pytest
 import torch
@@ -20,9 +21,9 @@ from transfer.core import rules
 from transfer.core.config import Config, ProxyConf, ValidationConf
 from transfer.search import Context
 from transfer.search.family import ProxyPlan
-from transfer.verdict import axis_grid, depth
+from transfer.verdict import axis_grid, checks, depth
 from transfer.verdict.curves import grid
-from transfer.verdict.judge import REJECTED, Limits, judge
+from transfer.verdict.judge import REJECTED, judge
 
 V = {"points": 3, "seeds": 2, "step_log2": 1.0, "max_extend": 1, "depth": None}
 
@@ -165,3 +166,37 @@ def test_the_family_gets_the_depth_settings_from_the_config():
     plan = plan_proxies(compose_cfg(["model=tiny", "proxy.depth_alpha=0.5"]))
     assert plan.derived["depth_alpha"] == 0.5
     assert plan.derived["base_depth"] == plan.derived["n_layers"]  # m_L = 1 where stages tune
+
+
+# ---- the depth grid after a width rejection --------------------------------------------------
+def moving_width_study(per_doubling: float) -> optuna.Study:
+    """A finished width grid at 32, 64, 128 whose optimum moves `per_doubling` octaves per
+    doubling of width (SP's is about −1)."""
+    study = optuna.create_study()
+    xs = grid(-6.0, 9, 0.5)
+    d = {"log2_lr": optuna.distributions.FloatDistribution(-12, 0),
+         "width": optuna.distributions.CategoricalDistribution([32, 64, 128]),
+         "seed": optuna.distributions.CategoricalDistribution([0, 1])}
+    rng = np.random.default_rng(0)
+    for i, w in enumerate((32, 64, 128)):
+        for s in (0, 1):
+            for x in xs:
+                v = (0.06 * (x - (-6.0 + per_doubling * i)) ** 2 + 2.6 - 0.05 * i + 0.05 * s
+                     + rng.normal(0, 0.003))  # wider is better, as under μP
+                study.add_trial(optuna.trial.create_trial(
+                    params={"log2_lr": x, "width": w, "seed": s}, distributions=d, value=v,
+                    user_attrs={"seconds": 5.0}))
+    return study
+
+
+def test_the_depth_grid_is_skipped_once_the_width_curves_reject_the_transfer():
+    """SP: the width verdict rejects on its curves alone, so no lr transfers in depth either and
+    the depth grid (minutes of CPU) is not trained; a transfer that holds in width keeps it."""
+    c, hp = ctx(), {"lr": 2.0 ** -6.0}
+    why = checks.width_rejects(c, hp, moving_width_study(-1.0))
+    assert why and "moved" in why
+    assert checks._skipped(c, hp, checks.DEPTH, moving_width_study(-1.0)).startswith(
+        "the depth check did not run: the width verdict rejected")
+    assert checks.width_rejects(c, hp, moving_width_study(0.0)) is None
+    assert checks._skipped(c, hp, checks.DEPTH, moving_width_study(0.0)) is None
+    assert checks._skipped(c, hp, checks.HORIZON, moving_width_study(-1.0)) is None

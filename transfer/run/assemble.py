@@ -206,6 +206,8 @@ def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dic
     depth_v = None if checks is None else checks.depth
     lr = lr_provenance(hp, verdict, joint, depth_v)
     depth_summary = depth.summary(depth_v, float(plan.proxies.derived["depth_alpha"]))
+    if checks is not None and "depth" in checks.skipped:
+        depth_summary = {"outcome": "not run", "depths": [], "reasons": [checks.skipped["depth"]]}
     if "interval" in lr:
         lr["interval_spans"] = interval_spans(int(plan.proxies.derived["n_layers"]),
                                               int(cfg.model.n_layers), depth_summary,

@@ -103,6 +103,7 @@ class Checks:
     coord_seconds: float = 0.0  # spent on the coordinate checks (width, depth) in this launch
     # the lr at the target's width and depth (transfer.verdict.joint), where depth was checked
     joint: Joint | None = None
+    skipped: dict[str, str] = field(default_factory=dict)  # check name → why it did not run
 
     @property
     def verdict(self) -> Verdict:
@@ -133,6 +134,7 @@ class Checks:
         by = {c.name: c for c in CHECKS}
         out = [line for name, (v, extra) in self.results.items() if width or name != "width"
                for line in by[name].lines(v, extra)]
+        out += [f"   {name} check  NOT RUN: {why}" for name, why in self.skipped.items()]
         return out + (joint_lines(self.joint) if self.joint is not None else [])
 
     def outcomes(self) -> list[str]:
@@ -141,12 +143,34 @@ class Checks:
         return [v.outcome for name, (v, _) in self.results.items() if name != "horizon"]
 
 
+def width_rejects(ctx: Context, hp: dict, study: optuna.Study) -> str | None:
+    """The width verdict on the finished width grid's curves alone (no coordinate check, no
+    target): the reasons when it rejects the transfer, else None. Every worker reads the same
+    finished grid, so all of them skip the depth grid together (`DEPTH_SKIPPED`)."""
+    v = judge_study(ctx, study, float(hp["lr"]), {})
+    return "; ".join(v.rejected_because) if v.outcome == "rejected" else None
+
+
+DEPTH_SKIPPED = ("the depth check did not run: the width verdict rejected the transfer on its "
+                 "lr curves ({}), so no lr transfers to the target's depth either")
+
+
+def _skipped(ctx: Context, hp: dict, check: Check, study: optuna.Study | None) -> str | None:
+    """Why `check` does not run on this grid: the depth check after a width rejection."""
+    if check is DEPTH and study is not None:
+        why = width_rejects(ctx, hp, study)
+        return DEPTH_SKIPPED.format(why) if why else None
+    return None
+
+
 def run_grids(ctx: Context, hp: dict) -> optuna.Study | None:
     """This worker's share of every enabled check's grid, the width grid first (the others
     copy points from it). None when validation is off. Worker processes and the finalizing
     one both call this: they train the same grids."""
     study = None
     for check in enabled_checks(ctx.cfg):
+        if _skipped(ctx, hp, check, study):
+            continue
         with timed(ctx.phases, check.phase):
             grid = check.grid(ctx, hp, study)
         study = study or grid
@@ -183,6 +207,10 @@ def run_checks(ctx: Context, hp: dict, *, coord_plotted: bool,
     checks = Checks(study)
     before = ctx.phases.get("coord", 0.0)
     for check in enabled_checks(ctx.cfg):
+        why = _skipped(ctx, hp, check, study)
+        if why:
+            checks.skipped[check.name] = why
+            continue
         checks.results[check.name] = check.judge(ctx, hp, study, (targets or {}).get(check.name),
                                                  coord_plotted)
     checks.coord_seconds = ctx.phases.get("coord", 0.0) - before
