@@ -27,6 +27,8 @@ def trained(monkeypatch) -> list[str]:
     """The grids started (no training: each grid runner only records its name)."""
     calls: list[str] = []
     monkeypatch.setattr(checks, "run_grid", lambda ctx, hp: calls.append("width") or "study")
+    # nothing trained, nothing to judge: the width curves do not reject (checks._skipped)
+    monkeypatch.setattr(checks, "width_rejects", lambda ctx, hp, study: None)
     monkeypatch.setattr(depth, "run_depth_grid", lambda ctx, hp, s: calls.append("depth"))
     monkeypatch.setattr(horizon, "run_horizon_grid", lambda ctx, hp, s: calls.append("horizon"))
     monkeypatch.setattr(run, "run_stages", lambda ctx: default_hparams(ctx.cfg))
