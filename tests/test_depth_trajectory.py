@@ -38,8 +38,8 @@ def curves(law, keys, *, center=-7.0, points=7, a=0.06, noise=0.004, seeds=2, rn
 
 
 def depth_limits(**kw) -> Limits:
-    return Limits(target_width=TARGET_DEPTH, axis="depth", judge_drift=False,
-                  min_trajectory_widths=3, **kw)
+    return Limits(**{"target_width": TARGET_DEPTH, "axis": "depth", "judge_drift": False,
+                     "min_trajectory_widths": 3, "shared_shape": False, **kw})
 
 
 def converging(y_inf, d):
@@ -165,8 +165,7 @@ def test_each_part_is_its_verdicts_and_the_shared_curve_is_drawn_once_for_both()
     assert j.width["estimate"] == pytest.approx(wv.trajectory["estimate"], abs=1e-9)
     assert j.width["interval"] == pytest.approx(wv.trajectory["interval"], abs=1e-9)
     rawd = {k: list(zip(t["log2_lr"], t["losses"])) for k, t in d.items()}
-    dv = judge(rawd, None, -7.0, Limits(target_width=TARGET_DEPTH, axis="depth",
-                                        judge_drift=False, n_boot=400, fit_window=7), COORD_OK)
+    dv = judge(rawd, None, -7.0, depth_limits(n_boot=400, fit_window=7), COORD_OK)
     t = dv.trajectory
     assert j.depth["estimate"] == pytest.approx(
         t["estimate"] - predict(CONVERGING, DEPTHS, np.array(t["vertices"]), 2, "depth"))
@@ -194,3 +193,22 @@ def test_joint_needs_two_of_each():
     w, d = joint_curves(lambda w: -7.0, lambda L: 0.0)
     with pytest.raises(ValueError, match="≥ 2 depths"):
         run_joint(w, {2: d[2]})
+
+
+def test_each_depths_own_shape_keeps_a_symmetric_curve_where_it_is():
+    """Across depth the curves' shapes differ (the 8-layer curve is much steeper above its
+    optimum than the 2-layer one): one shared asymmetry moves the symmetric curve's optimum,
+    each curve's own does not (shared_curvature.separate_statistics)."""
+    xs = grid(-6.5, 9, 0.5)
+
+    def curve(v, r):
+        return [(x, [0.05 * ((x - v) ** 2) * (r if x > v else 1.0) + 2.6 + o for o in (0.0, 0.03)])
+                for x in xs]
+
+    c = {2: curve(-7.0, 1.0), 4: curve(-6.6, 2.0), 8: curve(-6.0, 3.4)}
+    shared = judge(c, None, -7.0, depth_limits(shared_shape=True), COORD_OK)
+    own = judge(c, None, -7.0, depth_limits(), COORD_OK)
+    assert own.best_log2_lr[2] == pytest.approx(-7.0, abs=0.03)
+    assert own.best_log2_lr[8] == pytest.approx(-6.0, abs=0.05)
+    assert abs(shared.best_log2_lr[2] - (-7.0)) > 2 * abs(own.best_log2_lr[2] - (-7.0)) + 0.05
+    assert own.fit["asymmetry_by_curve"][2] < own.fit["asymmetry_by_curve"][8]

@@ -125,6 +125,7 @@ def depth_limits(ctx: Context, target_depth: int | None) -> Limits:
     target's depth is, with its depth models (three depths to tell them apart)."""
     return dataclasses.replace(limits_from(ctx.cfg.validation, target_width=target_depth),
                                axis="depth", judge_drift=False, min_trajectory_widths=3,
+                               shared_shape=False,
                                trajectory_model=model_for(ctx.cfg.proxy.parametrization))
 
 
@@ -140,7 +141,8 @@ def joint_estimate(ctx: Context, width: Verdict, deep: Verdict, *, target_width:
     return joint(width.curves, deep.curves, target_width=target_width, target_depth=target_depth,
                  width_model=width.trajectory["model"], depth_model=limits.trajectory_model,
                  confidence=width.confidence, n_boot=limits.n_boot, boot_seed=limits.boot_seed,
-                 window=limits.fit_window, scale=limits.interval_scale)
+                 window=limits.fit_window, scale=limits.interval_scale,
+                 depth_shared_shape=limits.shared_shape)
 
 
 def summary(verdict: Verdict | None, alpha: float) -> dict | None:

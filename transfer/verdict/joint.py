@@ -36,6 +36,7 @@ from transfer.verdict.shared_curvature import (
     fit_window,
     interaction_noise,
     interval,
+    separate_statistics,
     statistics,
 )
 from transfer.verdict.trajectory import MODEL_FORMS, MODELS, predict, quantiles
@@ -84,7 +85,8 @@ def _row(points: list) -> dict:
 
 
 def _fit(curves: Mapping[int, Mapping], *, window: int, n_boot: int, boot_seed: int,
-         confidence: float, shared_z: Mapping | None = None) -> dict | None:
+         confidence: float, shared_z: Mapping | None = None, shared_shape: bool = True
+         ) -> dict | None:
     """One axis's fit as its verdict makes it (`transfer.verdict.judge.judge`: seed-mean
     curves, the fit window, the seeds' interaction noise as the floor), with `shared_z`'s
     points drawn from the given normals. None when a curve has fewer than 3 points to fit."""
@@ -98,20 +100,21 @@ def _fit(curves: Mapping[int, Mapping], *, window: int, n_boot: int, boot_seed: 
     n_seeds = min((len(ls) for k in keys for _, ls in raw[k]), default=0)
     pure, dof = interaction_noise(table, keys)
     floor = pure / math.sqrt(n_seeds) if dof > 0 else None
-    return statistics(table, win, keys, floor, dof, float(table[keys[0]]["log2_lr"][0]),
-                      confidence=confidence, n_boot=n_boot, boot_seed=boot_seed,
-                      shared_z=shared_z)
+    fit = statistics if shared_shape else separate_statistics
+    return fit(table, win, keys, floor, dof, float(table[keys[0]]["log2_lr"][0]),
+               confidence=confidence, n_boot=n_boot, boot_seed=boot_seed, shared_z=shared_z)
 
 
 def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mapping], *,
           target_width: int, target_depth: int, width_model: str, depth_model: str,
           confidence: float, n_boot: int, boot_seed: int, window: int, scale: float = 1.0,
-          width_seed: int | None = None) -> Joint | None:
+          width_seed: int | None = None, depth_shared_shape: bool = False) -> Joint | None:
     """The joint estimate from the width verdict's curves (width → {log2_lr, losses}, at the
     stages' depth) and the depth verdict's (depth → the same, at the stages' width, its
     shallowest the same trials as the width grid's narrowest). `boot_seed` is the depth
-    verdict's generator seed, `width_seed` the width verdict's (default the same). None when a
-    curve has too few finite points to fit."""
+    verdict's generator seed, `width_seed` the width verdict's (default the same);
+    `depth_shared_shape` the depth verdict's fit (`Limits.shared_shape`: off, each depth's curve
+    its own curvature and asymmetry). None when a curve has too few finite points to fit."""
     widths, depths = sorted(width_curves), sorted(depth_curves)
     if len(widths) < 2 or len(depths) < 2:
         raise ValueError(f"a joint estimate needs ≥ 2 widths and ≥ 2 depths, got {widths}, "
@@ -126,7 +129,7 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
         return None
     shared = {(l0, x): z for (w, x), z in ws["z"].items() if w == w0}
     ds = _fit(depth_curves, window=window, n_boot=n_boot, confidence=confidence,
-              boot_seed=boot_seed, shared_z=shared)
+              boot_seed=boot_seed, shared_z=shared, shared_shape=depth_shared_shape)
     if ds is None:
         return None
     vw = np.array([ws["v"][w] for w in widths])

@@ -29,7 +29,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from transfer.verdict.curves import Curves, bracket, mean_curve
-from transfer.verdict.shared_curvature import fit_window, interaction_noise, statistics
+from transfer.verdict.shared_curvature import (
+    fit_window,
+    interaction_noise,
+    separate_statistics,
+    statistics,
+)
 from transfer.verdict.trajectory import CONVERGING, MODELS, trajectory
 
 PASSED, REJECTED, INCONCLUSIVE = "passed", "rejected", "inconclusive"
@@ -61,6 +66,10 @@ class Limits:
     # Off for depth: the optimum may move with depth, as long as where it moves to is
     # predictable (the trajectory's rules judge that; docs/depth.md).
     judge_drift: bool = True
+    # One curvature and asymmetry for every curve (the two-sided shared-curvature fit): μP's
+    # claim across width. Off for depth, whose deeper curves are steeper above their optimum:
+    # each curve then has its own (`shared_curvature.separate_statistics`).
+    shared_shape: bool = True
     # The optimum's interval at the target, widened about its estimate by this factor: the
     # calibration measured on synthetic curves with known optima (benchmarks/validator_power.py
     # --coverage, docs/verdict.md "Coverage"), recorded in validation.json: fit.calibration.
@@ -191,7 +200,8 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
     floor = pure / math.sqrt(n_seeds) if pure_dof > 0 else None
     if noise is not None:
         floor = max(floor or 0.0, float(noise))
-    stats = statistics(table, win, widths, floor, pure_dof, tuned, confidence=limits.confidence,
+    fit = statistics if limits.shared_shape else separate_statistics
+    stats = fit(table, win, widths, floor, pure_dof, tuned, confidence=limits.confidence,
                        n_boot=limits.n_boot, boot_seed=limits.boot_seed) if all(
         len(win[w]) >= 3 for w in widths) else None
     traj = None
@@ -267,8 +277,11 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
                "floor": noise,
                "fit": "two-sided shared-curvature parabola, parametric bootstrap"},
         fit={"model": "two-sided parabola: curvature a below each optimum, r·a above, shared "
-                      "by the widths (transfer.verdict.shared_curvature)",
+                      "by the widths (transfer.verdict.shared_curvature)" if limits.shared_shape
+                      else "two-sided parabola, each curve its own curvature a and asymmetry r "
+                           "(transfer.verdict.shared_curvature.separate_statistics)",
              "asymmetry": stats.get("asymmetry", math.nan),
+             "asymmetry_by_curve": stats.get("asymmetry_by_curve"),
              "asymmetry_ci": stats.get("asymmetry_ci", [math.nan, math.nan]),
              "calibration": calibration},
         extrapolation=extrap, coord_check=coord, confidence=limits.confidence,
