@@ -230,6 +230,31 @@ def cached_point(args, run_dir, target, cfg, hp, corpus, log2_lr, seed) -> float
     return loss
 
 
+def cached_curve(args, run_dir: Path, target: dict, hp: dict) -> dict:
+    """Every cached point of this target trained from this recipe (its key recomputed: the
+    same shape, μP block, group factors and winners), at lrs every seed has: {(log2 lr, seed):
+    loss}. A new emission of the same recipe centres its grid elsewhere; these points still
+    belong to the target's curve."""
+    found: dict = {}
+    for f in (args.points or args.out / "points").glob("*.json"):
+        d = json.loads(f.read_text())
+        if d.get("run") == run_dir.name and d["seed"] < args.seeds and f.stem == point_key(
+                run_dir, target, d["log2_lr"], d["seed"], hp):
+            found[(round(float(d["log2_lr"]), 6), int(d["seed"]))] = float(d["loss"])
+    xs = {x for x, _ in found}
+    return {k: v for k, v in found.items()
+            if all((k[0], s) in found for s in range(args.seeds)) and k[0] in xs}
+
+
+def on_lattice(xs: list[float], points: dict) -> list[float]:
+    """`xs` moved onto the half-octave lattice of the points already trained (none: as they
+    are), so a new emission trains only the lrs its span adds."""
+    if not points:
+        return xs
+    x0 = min(x for x, _ in points)
+    return sorted({round(x0 + STEP * round((x - x0) / STEP), 6) for x in xs})
+
+
 def lr_points(est: float, lo: float, hi: float) -> list[float]:
     """Half-octave points spanning the interval and an octave beyond, ≥ 7, ≤ ±3 of `est`."""
     lo = max(lo if math.isfinite(lo) else est, est - MAX_SPAN + BEYOND) - BEYOND
@@ -274,8 +299,8 @@ def check(args, name: str, parametrization: str, corpus) -> dict:
                 "run": run_dir.name, "verdict": lr.get("source"), "emitted_log2": est,
                 "emitted_interval_log2": [lo, hi], "model": lr.get("model"),
                 "interval_spans": lr.get("interval_spans")}
-    points: dict = {}
-    xs = lr_points(est, lo, hi)
+    points = cached_curve(args, run_dir, target, hp)
+    xs = on_lattice(lr_points(est, lo, hi), points)
     t = time.perf_counter()
     for _ in range(MAX_EXTEND + 1):
         for x in xs:
