@@ -19,10 +19,10 @@ from typing import Protocol, runtime_checkable
 import torch
 import torch.nn.functional as F
 
+from transfer.core.config import SCHEDULES
 from transfer.core.data import Corpus, eval_batches, sample_batch
 from transfer.core.protocol import ProxyFamily
 
-SCHEDULES = ("cosine", "linear", "wsd")
 # wsd: warmup, a constant lr, then a linear cooldown over the last `cooldown_fraction` of the
 # steps to min_lr_fraction (Hägele et al. 2024, arXiv 2405.18392: constant lr + a cooldown of
 # ~20 % of the run matches cosine, and the constant part is shared by every horizon: one run
