@@ -6,9 +6,9 @@ from dataclasses import replace
 
 from transfer.core import scaling
 from transfer.core.errors import UserError
+from transfer.search.branched import BranchedResult, train_branched
 from transfer.search.context import Context
 from transfer.search.family import MODEL_HPARAMS
-from transfer.search.branched import BranchedResult, train_branched
 from transfer.search.trainer import TrainResult, TrainSpec, train
 
 # Below this many steps the timescale rule's per-step decay η·λ = 1/(τ·steps) exceeds ½ at the
