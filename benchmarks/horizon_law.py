@@ -163,9 +163,10 @@ def main(argv=None) -> int:
         print(f"| {t} | {n} | {h['optima_log2'][k]:+.2f} | [{ci[0]:+.2f}, {ci[1]:+.2f}] | "
               f"{h['law_residuals_log2'][k]:+.2f} | {h['bracketed'][k]} |")
     spread = h["lr_spread_at_target"]
+    spread = "an unbounded number of" if spread is None else f"{spread:.1f}"
     print(f"curvature S/N {h['curvature_snr']:.1f}; carried to the target's "
           f"{float(cfg.model.train_tokens):.3g} tokens the interval spans "
-          f"{spread:.1f} octaves of lr; tight: {h['tight']} ({'; '.join(h['reasons']) or 'yes'})"
+          f"{spread} octaves of lr; tight: {h['tight']} ({'; '.join(h['reasons']) or 'yes'})"
           f"; wall {wall:.0f} s")
     out = {"command": " ".join(["python", "benchmarks/horizon_law.py", *(argv or sys.argv[1:])]),
            "model": args.model, "budget": args.budget, "width": args.width,

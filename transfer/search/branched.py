@@ -30,8 +30,8 @@ __all__ = ["Branch", "BranchedResult", "branch_specs", "train_branched"]
 
 @dataclass
 class Branch:
-    tokens: int  # the horizon, in tokens actually trained (steps × batch × context)
-    steps: int
+    tokens: int  # the horizon as asked (the key its loss is found under)
+    steps: int  # tokens // (batch × context): what it trained
     val_loss: float  # held-out loss after its cooldown; inf when it or the trunk diverged
     diverged: bool
     reason: str
@@ -93,15 +93,13 @@ def train_branched(family: ProxyFamily, spec: TrainSpec, corpus: Corpus,
                 trunk_reason = (f"the constant-lr run diverged at step {step}: loss {value:.3g} "
                                 f"(initial {init_loss:.3g}, limit ×{spec.divergence_factor})")
         if trunk_reason is not None:
-            branches.append(Branch(total * spec.batch_size * seq_len, total, math.inf, True,
-                                   trunk_reason))
+            branches.append(Branch(s.tokens, total, math.inf, True, trunk_reason))
             continue
         checkpoint = run.state()
         loss, reason = _cooldown(run, s, total, cool, init_loss, held_out)
         taken += total - cool
         run.restore(checkpoint)
-        branches.append(Branch(total * spec.batch_size * seq_len, total, loss,
-                               not math.isfinite(loss), reason))
+        branches.append(Branch(s.tokens, total, loss, not math.isfinite(loss), reason))
     trained = taken * spec.batch_size * seq_len
     return BranchedResult(branches=branches, steps=taken, tokens=trained,
                           seconds=time.perf_counter() - start,
