@@ -129,3 +129,18 @@ def test_default_run_judges_a_shown_range_by_its_nearer_end():
     assert dr.eta_range_errors(lines, 40.0, {"warmup": 12.0}) == {}  # 2 s left: under the floor
     lines[1] = (10.0, "stage warmup: 1/4 trials, best 2.0, eta 0m30s (0m24s–0m36s)")
     assert dr.eta_range_errors(lines, 40.0, {"warmup": 22.0}) == {"warmup": 1.0}  # 24 of 12 s
+
+
+def test_horizon_law(tmp_path, capsys):
+    out = tmp_path / "law.json"
+    assert bench("horizon_law").main([
+        "--model", "tiny", "--budget", "smoke", "--width", "32", "--points", "3", "--seeds", "2",
+        "--multiples", "0.5", "1", "2", "4", "8", "--tokens", "5000", "--max-extend", "0",
+        "--workers", "1", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Bjorck et al. -0.32" in text and "Step Law (fixed batch)" in text
+    data = json.loads(out.read_text())
+    assert data["horizons"] == [2500, 5000, 10000, 20000, 40000]  # not whole steps of 512
+    assert set(data["result"]["optima_log2"]) == {str(t) for t in data["horizons"]}
+    assert all(len(c) == 3 and all(math.isfinite(y) for _, ys in c for y in ys)
+               for c in data["curves"].values())

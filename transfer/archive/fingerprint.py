@@ -25,7 +25,8 @@ WHOLE_SECTIONS = ("proxy", "train", "pruner", "validation", "derived")
 DATA_FIELDS = ("kind", "val_fraction", "vocab_size", "dtype")
 # The target's recipe that the proxies train under (transfer.search.training.train_spec); the
 # rest of `scaling` only changes what is emitted.
-SCALING_FIELDS = ("schedule", "min_lr_fraction", "betas", "eps", "grad_clip", "tau_recipe")
+SCALING_FIELDS = ("schedule", "min_lr_fraction", "wsd_cooldown_fraction", "betas", "eps",
+                  "grad_clip", "tau_recipe")
 # Top-level keys deliberately left out: they affect emission, storage or bookkeeping only.
 EXCLUDED = ("model", "hardware", "cost", "storage", "name", "archive_dir", "workers", "progress",
             "reuse", "device", "budget")

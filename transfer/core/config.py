@@ -22,6 +22,8 @@ PARAM_TYPES = ("float", "int", "categorical")
 MISSING = "???"  # OmegaConf's mandatory-value marker (omegaconf.MISSING), as a schema default
 FAMILIES = ("llama", "qwen2", "gemma2")  # the targets' Hugging Face families
 MLPS = ("swiglu", "geglu", "gelu")  # geglu: Gemma's gated tanh-GELU
+SCHEDULES = ("cosine", "linear", "wsd")  # the lr's decay after warmup (transfer.search.trainer)
+HORIZON_METHODS = ("two_budgets", "branched")  # validation.horizon_method
 
 
 @dataclass
@@ -204,6 +206,15 @@ class ValidationConf:
     horizon_enabled: bool = False
     horizon_ratio: float = 4.0  # full budget / short budget, >= 4 (two octaves)
     horizon_max_ci: float = 0.2  # widest exponent interval that counts as tight
+    # two_budgets: the grid at train.tokens / horizon_ratio beside the width grid's full-budget
+    # curve (two horizons). branched: one wsd run per (lr, seed) branched into cooldowns at
+    # train.tokens × each of horizon_multiples, the exponent the slope of the optima over them
+    # (transfer.verdict.horizon_law); needs scaling.schedule=wsd, the schedule it measures.
+    horizon_method: str = "two_budgets"
+    # ≥ 4 horizons spanning ≥ 16×; the longest is train.tokens by default: one run's cost
+    # (the trunk to 0.8 × train.tokens, then the cooldowns: ~1.2 runs per point)
+    horizon_multiples: list[float] = field(
+        default_factory=lambda: [1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0])
 
 
 @dataclass
@@ -263,8 +274,11 @@ class ScalingConf:
     tau_recipe: dict[str, float] = field(default_factory=lambda: {
         "batch_tokens": 4.0e6, "lr": 3.0e-4, "weight_decay": 0.1, "tokens": 2.0e12})
     tau_source: str = "Llama 2 7B (Touvron et al. 2023, §2.2)"
-    schedule: str = "cosine"
+    schedule: str = "cosine"  # cosine | linear | wsd (warmup, constant, linear cooldown)
     min_lr_fraction: float = 0.1  # Llama 2: cosine down to 10 % of the peak
+    # wsd: the cooldown's share of the steps; ~20 % matches cosine (Hägele et al. 2024,
+    # arXiv 2405.18392, Section 3)
+    wsd_cooldown_fraction: float = 0.2
     betas: list[float] = field(default_factory=lambda: [0.9, 0.95])  # as the proxies trained
     eps: float = 1e-8  # Adam ε at base width (the proxies' MuAdamW default)
     grad_clip: float = 1.0
@@ -394,6 +408,11 @@ def check_config(cfg: Config) -> None:
               f"{v.horizon_ratio}")
     if v.horizon_max_ci <= 0:
         _fail(f"validation.horizon_max_ci must be > 0, got {v.horizon_max_ci}")
+    _check_horizon_method(v, c.scaling)
+    if v.horizon_enabled and v.horizon_method == "branched" and t.weight_decay_rule != "fixed":
+        _fail("validation.horizon_method=branched shares one run between its horizons, so one λ, "
+              f"but train.weight_decay_rule={t.weight_decay_rule} sets λ per horizon: use "
+              "train.weight_decay_rule=fixed or validation.horizon_method=two_budgets")
     if v.points < 3:
         _fail(f"validation.points must be >= 3 to fit a parabola, got {v.points}")
     if v.seeds < 1:
@@ -418,10 +437,32 @@ def check_config(cfg: Config) -> None:
     _check_scaling(c.scaling)
 
 
+def _check_horizon_method(v: ValidationConf, s: ScalingConf) -> None:
+    if v.horizon_method not in HORIZON_METHODS:
+        _fail(f"validation.horizon_method={v.horizon_method!r}; use one of "
+              f"{', '.join(HORIZON_METHODS)}")
+    if v.horizon_method != "branched":
+        return
+    if v.horizon_enabled and s.schedule != "wsd":
+        _fail(f"validation.horizon_method=branched measures the lr optimum under wsd cooldowns, "
+              f"but scaling.schedule={s.schedule}: set scaling.schedule=wsd (the target is then "
+              "emitted with the schedule measured) or validation.horizon_method=two_budgets")
+    m = sorted({float(x) for x in v.horizon_multiples})
+    if len(m) < 4 or m[0] <= 0 or m[-1] / m[0] < 16:
+        _fail(f"validation.horizon_multiples={list(v.horizon_multiples)} must hold >= 4 distinct "
+              "positive multiples of train.tokens spanning >= 16× (e.g. [0.0625, 0.125, 0.25, "
+              "0.5, 1.0])")
+
+
 def _check_scaling(s) -> None:
     for key, allowed in (("batch_rule", rules_.BATCH_RULES), ("horizon_rule", rules_.HORIZON_RULES),
                          ("warmup_rule", rules_.WARMUP_RULES), ("batch_lr_rule", ("adam_sqrt", "none"))):
         if getattr(s, key) not in allowed:
             _fail(f"scaling.{key}={getattr(s, key)!r}; use one of {', '.join(allowed)}")
+    if s.schedule not in SCHEDULES:
+        _fail(f"scaling.schedule={s.schedule!r}; use one of {', '.join(SCHEDULES)}")
+    if not 0 < s.wsd_cooldown_fraction < 1:
+        _fail(f"scaling.wsd_cooldown_fraction={s.wsd_cooldown_fraction} must be in (0, 1): the "
+              "share of the steps the wsd cooldown takes (0.2 matches cosine)")
     if s.batch_rule == "fixed" and not s.batch_tokens:
         _fail("scaling.batch_rule=fixed needs scaling.batch_tokens (tokens per step), e.g. 4.0e+6")

@@ -121,6 +121,8 @@ def train_block(m: dict, w: dict, *, p: dict, s: dict, counts: dict, n_gpus: int
                                                   d=terms.get("from_tokens"))},
         "scaling_rules": s.get("name", "default"),
     }
+    if s["schedule"] == "wsd":  # the cooldown is the schedule's own: emitted beside it
+        train["cooldown_fraction"] = float(s.get("wsd_cooldown_fraction", 0.2))
     warm = f"{w_label}; steps = warmup tokens / batch_tokens"
     train["provenance"] = {
         "optimizer": "rule: adamw (the proxies' optimizer, MuAdamW without mup)",
@@ -129,7 +131,7 @@ def train_block(m: dict, w: dict, *, p: dict, s: dict, counts: dict, n_gpus: int
         "seq_len": target, "n_gpus": "rule: cost.n_gpus (the target's data parallelism)",
         "total_tokens": target, "total_steps": "rule: total_tokens / batch_tokens, rounded",
         "warmup_steps": warm, "warmup_tokens": warm, "warmup_fraction": warm,
-        "schedule": f"rule: scaling.schedule ({s['schedule']}, Llama 2 recipe)",
+        "schedule": _schedule_label(s, horizon),
         "min_lr_fraction": "rule: scaling.min_lr_fraction (Llama 2: 10 % of the peak)",
         "betas": "rule: scaling.betas (those the proxies trained with; Llama 2's)",
         "eps": "rule: adam_eps_width (base ε as the proxies'; per group in param_groups)",
@@ -139,4 +141,18 @@ def train_block(m: dict, w: dict, *, p: dict, s: dict, counts: dict, n_gpus: int
         "extrapolation": "rule: scaling.outside (fitted ranges in transfer/core/scaling.py)",
         "scaling_rules": "rule: conf/scaling",
     }
+    if "cooldown_fraction" in train:
+        train["provenance"]["cooldown_fraction"] = (
+            "rule: scaling.wsd_cooldown_fraction (a cooldown of ~20 % of the run matches cosine: "
+            "Hägele et al. 2024, arXiv 2405.18392; the proxies trained with it)")
     return train
+
+
+def _schedule_label(s: dict, horizon: Mapping | None) -> str:
+    if s["schedule"] != "wsd":
+        return f"rule: scaling.schedule ({s['schedule']}, Llama 2 recipe)"
+    label = ("rule: scaling.schedule (wsd: warmup, constant lr, linear cooldown to "
+             "min_lr_fraction; Hägele et al. 2024, arXiv 2405.18392; the proxies trained under it")
+    if horizon and horizon.get("method") == "branched":
+        label += ", and the horizon check measured its exponent by branched wsd cooldowns"
+    return label + ")"

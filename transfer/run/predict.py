@@ -37,7 +37,7 @@ from transfer.core import cost as costs
 from transfer.run.planner import Plan
 from transfer.search import Context, default_hparams, n_finished, open_study, predict_seconds
 from transfer.search.stages import expected_trial_seconds
-from transfer.verdict import depth, horizon
+from transfer.verdict import depth, horizon, horizon_branched
 from transfer.verdict.coord import COORD_BATCH
 from transfer.verdict.width import coord_widths, extension_rounds, open_validation_study
 
@@ -164,7 +164,17 @@ def _grids(ctx: Context, hp: dict) -> dict:
             phases["coord"] = phases.get("coord", 0.0) + (
                 int(v.coord_steps) * COORD_BATCH / int(hp["batch_size"])
                 * sum(step_deep * d / deep_layers for d in depth.coord_depths(ctx)))
-    if n_grid and horizon.enabled(cfg):  # the short runs (the full-budget ones are copied)
+    if n_grid and horizon.enabled(cfg) and horizon_branched.enabled(cfg):
+        # one branched wsd run per (lr, seed): the trunk and every horizon's cooldown
+        left = _left(n_grid, _finished(ctx, lambda: horizon.open_horizon_study(ctx)))
+        if left:
+            cost = horizon_branched.cost_context(ctx, hp)
+            ts = predict_seconds(cost, hp, w0)
+            phases["horizon"] = left * n_grid * ts
+            extension += n_ext * ts
+            flops += left * cost.cfg.train.tokens * n_grid * fam.flops_per_token(w0)
+            trial_seconds[f"{w0}@branched"] = ts
+    elif n_grid and horizon.enabled(cfg):  # the short runs (the full-budget ones are copied)
         left = _left(2 * n_grid, _finished(ctx, lambda: horizon.open_horizon_study(ctx)))
         if left:
             short = horizon.budgets(cfg)[0]

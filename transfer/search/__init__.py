@@ -50,7 +50,7 @@ from transfer.search.studies import (
     study_name,
 )
 from transfer.search.training import run_training, train_spec
-from transfer.search.trial import run_one, take_trial, work
+from transfer.search.trial import run_branched_one, run_one, take_trial, work
 
 __all__ = [
     "FINISHED",
@@ -74,6 +74,7 @@ __all__ = [
     "open_study",
     "predict_seconds",
     "queued_trials",
+    "run_branched_one",
     "run_one",
     "run_stages",
     "run_training",

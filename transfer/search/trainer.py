@@ -8,6 +8,7 @@ of Optuna). A NaN/inf loss or a loss far above the initial loss stops training a
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import resource
 import time
@@ -18,10 +19,15 @@ from typing import Protocol, runtime_checkable
 import torch
 import torch.nn.functional as F
 
+from transfer.core.config import SCHEDULES
 from transfer.core.data import Corpus, eval_batches, sample_batch
 from transfer.core.protocol import ProxyFamily
 
-SCHEDULES = ("cosine", "linear")
+# wsd: warmup, a constant lr, then a linear cooldown over the last `cooldown_fraction` of the
+# steps to min_lr_fraction (Hägele et al. 2024, arXiv 2405.18392: constant lr + a cooldown of
+# ~20 % of the run matches cosine, and the constant part is shared by every horizon: one run
+# branched into cooldowns measures many horizons, `transfer.search.branched`).
+DEFAULT_COOLDOWN_FRACTION = 0.2
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,10 @@ class TrainSpec:
     warmup_fraction: float = 0.05  # of total steps, linear from 0
     schedule: str = "cosine"  # decay after warmup, to min_lr_fraction × lr
     min_lr_fraction: float = 0.1
+    cooldown_fraction: float = DEFAULT_COOLDOWN_FRACTION  # wsd: the decaying share of the steps
+    # Warmup steps when set (else warmup_fraction × steps): wsd runs of several horizons share
+    # one warmup, as the branches of one constant-lr run do.
+    warmup_steps: int | None = None
     weight_decay: float = 0.0  # regularisation does not transfer under μP; off by default
     betas: tuple[float, float] = (0.9, 0.95)
     eps: float = 1e-8  # Adam ε at base width and depth; per group by the rules (transfer.core.params)
@@ -46,6 +56,11 @@ class TrainSpec:
     def steps(self, seq_len: int) -> int:
         return self.tokens // (self.batch_size * seq_len)
 
+    def warmup(self, total: int) -> int:
+        """Warmup steps of a run of `total` steps."""
+        return self.warmup_steps if self.warmup_steps is not None else int(
+            self.warmup_fraction * total)
+
     def check(self, seq_len: int) -> None:
         """Raise ValueError naming the field when the spec cannot be trained."""
         if not self.lr > 0:
@@ -56,11 +71,20 @@ class TrainSpec:
         if steps < 1:
             raise ValueError(f"tokens={self.tokens} is less than one batch "
                              f"({self.batch_size}×{seq_len}); raise the token budget")
-        if not 0 <= self.warmup_fraction < 1 or int(self.warmup_fraction * steps) >= steps:
+        if not 0 <= self.warmup_fraction < 1 or self.warmup(steps) >= steps:
             raise ValueError(f"warmup_fraction={self.warmup_fraction} leaves no steps after warmup "
                              f"({steps} steps); use a fraction below 1")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.schedule == "wsd":
+            if not 0 < self.cooldown_fraction <= 1:
+                raise ValueError(f"cooldown_fraction must be in (0, 1], got "
+                                 f"{self.cooldown_fraction}")
+            if self.warmup(steps) > cooldown_start(steps, self.cooldown_fraction):
+                raise ValueError(
+                    f"warmup of {self.warmup(steps)} steps runs into the cooldown, which starts "
+                    f"at step {cooldown_start(steps, self.cooldown_fraction)} of {steps}; raise "
+                    "the token budget or shorten the warmup")
         if self.n_evals < 1:
             raise ValueError(f"n_evals must be >= 1, got {self.n_evals}")
 
@@ -127,11 +151,23 @@ def make_optimizer(model: torch.nn.Module, spec: TrainSpec, parametrization: str
     return torch.optim.AdamW(groups, lr=spec.lr, betas=spec.betas)
 
 
+def cooldown_start(total: int, fraction: float) -> int:
+    """The first step of a wsd run's cooldown: the last round(fraction × total) steps decay."""
+    return total - max(1, round(fraction * total))
+
+
 def lr_multiplier(step: int, total: int, spec: TrainSpec) -> float:
-    """Linear warmup from 0, then cosine or linear decay to `min_lr_fraction`."""
-    warmup = int(spec.warmup_fraction * total)
+    """Linear warmup from 0, then cosine or linear decay to `min_lr_fraction`; or (wsd) the
+    peak until `cooldown_start`, then linearly down to `min_lr_fraction` at the last step."""
+    warmup = spec.warmup(total)
     if step < warmup:
         return (step + 1) / warmup
+    if spec.schedule == "wsd":
+        start = cooldown_start(total, spec.cooldown_fraction)
+        if step < start:
+            return 1.0
+        progress = (step - start + 1) / (total - start)
+        return 1 - (1 - spec.min_lr_fraction) * progress
     progress = (step - warmup) / max(1, total - warmup)
     if spec.schedule == "cosine":
         shape = 0.5 * (1 + math.cos(math.pi * progress))
@@ -160,6 +196,54 @@ def _autocast_for(device: torch.device):
     return contextlib.nullcontext
 
 
+class Stepper:
+    """One training's moving parts: the model, its optimizer, the data order. `step(mult)`
+    trains one step at `mult` × the peak lr; `state()` / `restore()` checkpoint all three in
+    memory (a branched run's cooldowns start from one constant-lr run: `transfer.search.branched`)."""
+
+    def __init__(self, family: ProxyFamily, spec: TrainSpec, corpus: Corpus, dev: torch.device,
+                 model=None):
+        self.spec, self.corpus, self.dev = spec, corpus, dev
+        self.seq_len = family.seq_len
+        self.autocast = _autocast_for(dev)
+        self.model = model if model is not None else family.build(spec.width, seed=spec.seed,
+                                                                   device=dev)
+        self.model.train()
+        self.opt = make_optimizer(self.model, spec, family.parametrization, family)
+        self.base_lrs = [g["lr"] for g in self.opt.param_groups]
+        self.gen = torch.Generator().manual_seed(spec.seed + 7919)  # data order, not init
+
+    def step(self, mult: float) -> float:
+        """One optimizer step at lr × `mult`; the training loss before it."""
+        for g, lr in zip(self.opt.param_groups, self.base_lrs):
+            g["lr"] = lr * mult
+        x, y = sample_batch(self.corpus.train, self.spec.batch_size, self.seq_len, self.gen)
+        x, y = x.to(self.dev, non_blocking=True), y.to(self.dev, non_blocking=True)
+        with self.autocast():
+            logits = self.model(x)  # (B, T, V)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.spec.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.spec.grad_clip)
+        self.opt.step()
+        return loss.item()
+
+    def evaluate(self, batches) -> float:
+        return evaluate(self.model, batches, self.dev, self.autocast)
+
+    def state(self) -> tuple:
+        """A copy of the model's and optimizer's state and of the data order."""
+        return (copy.deepcopy(self.model.state_dict()), copy.deepcopy(self.opt.state_dict()),
+                self.gen.get_state())
+
+    def restore(self, state: tuple) -> None:
+        model, opt, gen = state
+        self.model.load_state_dict(model)
+        self.opt.load_state_dict(opt)
+        self.gen.set_state(gen)
+
+
 def train(family: ProxyFamily, spec: TrainSpec, corpus: Corpus, *, device: str = "auto",
           report: Callable[[int, float], bool] | None = None, model=None) -> TrainResult:
     """Train `family.build(spec.width)` on `corpus` for `spec.tokens` tokens.
@@ -170,14 +254,9 @@ def train(family: ProxyFamily, spec: TrainSpec, corpus: Corpus, *, device: str =
     seq_len = family.seq_len
     spec.check(seq_len)
     dev = pick_device(device)
-    autocast = _autocast_for(dev)
     start = time.perf_counter()
-    if model is None:
-        model = family.build(spec.width, seed=spec.seed, device=dev)
-    model.train()
-    opt = make_optimizer(model, spec, family.parametrization, family)
-    base_lrs = [g["lr"] for g in opt.param_groups]
-    gen = torch.Generator().manual_seed(spec.seed + 7919)  # data order, independent of init
+    run = Stepper(family, spec, corpus, dev, model)
+    model = run.model
     held_out = eval_batches(corpus.val, spec.eval_batches, spec.eval_batch_size, seq_len)
     total = spec.steps(seq_len)
     eval_at = {max(1, round(total * (k + 1) / spec.n_evals)) for k in range(spec.n_evals)}
@@ -190,20 +269,7 @@ def train(family: ProxyFamily, spec: TrainSpec, corpus: Corpus, *, device: str =
     step = 0
     for step in range(1, total + 1):
         t0 = time.perf_counter()
-        mult = lr_multiplier(step - 1, total, spec)
-        for g, lr in zip(opt.param_groups, base_lrs):
-            g["lr"] = lr * mult
-        x, y = sample_batch(corpus.train, spec.batch_size, seq_len, gen)
-        x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
-        with autocast():
-            logits = model(x)  # (B, T, V)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if spec.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
-        opt.step()
-        value = loss.item()
+        value = run.step(lr_multiplier(step - 1, total, spec))
         step_times.append(time.perf_counter() - t0)
         train_s += step_times[-1]
         losses.append(value)
@@ -216,7 +282,7 @@ def train(family: ProxyFamily, spec: TrainSpec, corpus: Corpus, *, device: str =
         last_finite = value
         if step in eval_at:
             t_eval = time.perf_counter()
-            val = evaluate(model, held_out, dev, autocast)
+            val = run.evaluate(held_out)
             eval_times.append(time.perf_counter() - t_eval)
             if not math.isfinite(val):
                 diverged, reason = True, f"diverged at step {step}: held-out loss {val}"

@@ -119,3 +119,31 @@ def run_one(ctx: Context, study: optuna.Study, trial: optuna.Trial, hp: dict, *,
         study.tell(trial, state=TrialState.PRUNED)
     else:
         study.tell(trial, res.val_loss)
+
+
+def run_branched_one(ctx: Context, study: optuna.Study, trial: optuna.Trial, hp: dict, *,
+                     width: int, seed: int, stage: str, horizons: list[int],
+                     predicted: float) -> None:
+    """Train one branched wsd run (`training.run_branched`): every horizon's held-out loss in
+    `branch_losses` (tokens -> loss, None where diverged); the value is the longest horizon's,
+    the state PRUNED where that one diverged (the shorter ones' losses still count)."""
+    try:
+        with _Heartbeat(study._storage, trial._trial_id):
+            res = training.run_branched(ctx, hp, width=width, seed=seed, horizons=horizons)
+    except BaseException:
+        study.tell(trial, state=TrialState.FAIL)
+        raise
+    losses = {str(b.tokens): (b.val_loss if math.isfinite(b.val_loss) else None)
+              for b in res.branches}
+    last = res.branches[-1]
+    for k, v in {"stage": stage, "width": width, "seed": seed, "seconds": res.seconds,
+                 "tokens": res.tokens, "flops": res.flops, "diverged": last.diverged,
+                 "reason": "; ".join(sorted({b.reason for b in res.branches})),
+                 "predicted_seconds": predicted, "device": res.device,
+                 "branch_losses": losses, "hparams": {k: hp[k] for k in sorted(hp)}}.items():
+        trial.set_user_attr(k, v)
+    ctx.progress.trial_done(predicted, res.seconds)
+    if last.diverged:
+        study.tell(trial, state=TrialState.PRUNED)
+    else:
+        study.tell(trial, last.val_loss)

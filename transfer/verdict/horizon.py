@@ -21,6 +21,11 @@ measured over 2 octaves of tokens and applied across 25 (a 3B run's 9T tokens) m
 uncertainty by 12, and an interval 0.19 wide then spans 4.8 octaves of lr.
 
 Its own Optuna study, `<run>:validation-horizon`. Off unless `validation.horizon_enabled`.
+
+`validation.horizon_method=branched` (budget=thorough) measures instead over ≥ 4 horizons
+spanning ≥ 16×, each (lr, seed) one wsd run branched into cooldowns
+(`transfer.verdict.horizon_branched`), the exponent the slope of the optima over log2 tokens
+(`transfer.verdict.horizon_law`); the result has this module's keys, and the same tight rule.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ import optuna
 
 from transfer.core import scaling
 from transfer.search import Context
+from transfer.search.training import horizon_tokens
+from transfer.verdict import horizon_branched, horizon_law
 from transfer.verdict.axis_grid import Axis, run_axis_grid
 from transfer.verdict.judge import Verdict, judge
 from transfer.verdict.width import (
@@ -84,7 +91,10 @@ def curves(study: optuna.Study, ts: tuple[int, int]) -> dict:
 
 def run_horizon_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optuna.Study:
     """Train this worker's share of the horizon grid (`transfer.verdict.axis_grid`), extending it
-    until both budgets' optima are bracketed or `validation.max_extend` is reached."""
+    until both budgets' optima are bracketed or `validation.max_extend` is reached; under
+    `validation.horizon_method=branched`, the branched grid (`horizon_branched.run_grid`)."""
+    if horizon_branched.enabled(ctx.cfg):
+        return horizon_branched.run_grid(ctx, hp, open_horizon_study(ctx), STAGE)
     return run_axis_grid(ctx, hp, width_study, axis(ctx))
 
 
@@ -144,6 +154,8 @@ def validate_horizon(ctx: Context, hp: dict, width_study: optuna.Study
     measured exponent against the configured rule's."""
     v = ctx.cfg.validation
     study = run_horizon_grid(ctx, hp, width_study)
+    if horizon_branched.enabled(ctx.cfg):
+        return _validate_branched(ctx, hp, study)
     verdict = judge_horizon(curves(study, budgets(ctx.cfg)),
                             round(math.log2(float(hp["lr"])), 6), v)
     s = ctx.cfg.scaling
@@ -154,8 +166,28 @@ def validate_horizon(ctx: Context, hp: dict, width_study: optuna.Study
     return verdict, result
 
 
+def _validate_branched(ctx: Context, hp: dict, study: optuna.Study) -> tuple[Verdict, dict]:
+    """The branched grid's curves: the judge's fit of them (its figure and `fit` record) and
+    the law through every horizon's optimum (`horizon_law.measure_law`, the same limits)."""
+    v, s = ctx.cfg.validation, ctx.cfg.scaling
+    tuned = round(math.log2(float(hp["lr"])), 6)
+    curves_ = horizon_branched.curves(study, horizon_tokens(ctx.cfg))
+    verdict = judge_horizon(curves_, tuned, v)
+    limits = limits_from(v)
+    result = horizon_law.measure_law(
+        curves_, tuned, reference_tokens=float(ctx.cfg.train.tokens),
+        target_tokens=float(ctx.cfg.model.train_tokens), rule=s.horizon_rule,
+        beta=float(s.horizon_beta), max_ci=float(v.horizon_max_ci),
+        max_lr_spread=2 * float(v.tolerance_log2), min_curvature_snr=float(v.min_curvature_snr),
+        confidence=float(v.confidence), n_boot=limits.n_boot, boot_seed=limits.boot_seed,
+        window=limits.fit_window, schedule=s.schedule)
+    return verdict, result
+
+
 def line(h: dict) -> str:
     """The horizon check in one printed line."""
+    if h.get("method") == horizon_law.METHOD:
+        return horizon_law.line(h)
     lo, hi = h["exponent_ci"]
     short, full = h["tokens"]
     used = ("measured" if h["used"] == "measured"
