@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,13 +39,13 @@ from transfer.verdict.shared_curvature import (
     separate_statistics,
     statistics,
 )
-from transfer.verdict.trajectory import MODEL_FORMS, MODELS, predict, quantiles
+from transfer.verdict.trajectory import MODEL_FORMS, MODELS, Estimate, predict, quantiles
 
 __all__ = ["Joint", "joint"]
 
 
 @dataclass(frozen=True)
-class Joint:
+class Joint(Estimate):
     """The optimum at (target width, target depth) and each axis's part of it."""
 
     target_width: int
@@ -62,14 +62,6 @@ class Joint:
     width_quantiles: list[float]
     depth_quantiles: list[float]
     scale: float
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @property
-    def half_width(self) -> float:
-        lo, hi = self.interval
-        return max(self.estimate - lo, hi - self.estimate)
 
 
 def _points(table: Mapping) -> list[tuple[float, list[float]]]:

@@ -121,8 +121,24 @@ def quantiles(draws: np.ndarray) -> list[float]:
     return [float(x) for x in np.quantile(d, QUANTILES, method="nearest")]
 
 
+class Estimate:
+    """An estimate with its interval (`estimate`, `interval`): a trajectory's at the target, the
+    joint width × depth one (`transfer.verdict.joint.Joint`)."""
+
+    estimate: float
+    interval: list[float]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def half_width(self) -> float:
+        lo, hi = self.interval
+        return max(self.estimate - lo, hi - self.estimate)
+
+
 @dataclass(frozen=True)
-class Trajectory:
+class Trajectory(Estimate):
     """Each width's optimum, and the models' estimate of the optimum at the target width."""
 
     widths: list[int]
@@ -137,14 +153,6 @@ class Trajectory:
     from_widest: float  # estimate − the widest width's optimum: the move still to come
     confidence: float
     axis: str = "width"  # what `widths` count: "width" (d_model) or "depth" (layers)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @property
-    def half_width(self) -> float:
-        lo, hi = self.interval
-        return max(self.estimate - lo, hi - self.estimate)
 
 
 def trajectory(widths: Sequence[int], vertices: Sequence[float], draws: np.ndarray, *,
