@@ -116,21 +116,11 @@ def measure(verdict: Verdict, *, rule: str = "bjorck", beta: float = scaling.BJO
     lo, hi = (d / octaves for d in verdict.drift_ci)
     rule_e, rule_label = scaling.horizon_exponent(rule, beta)
     snr, min_snr = verdict.curvature_snr, verdict.min_curvature_snr
-    why = []
-    if not all(verdict.bracketed.values()):
-        why.append("an optimum is at the grid's edge (not bracketed)")
-    if not (math.isfinite(e) and math.isfinite(lo) and math.isfinite(hi)):
-        why.append("no finite fit")
-    elif not hi - lo <= max_ci:
-        why.append(f"exponent interval {hi - lo:.2f} wide, over {max_ci:g}")
-    spread = None
-    if target_tokens and math.isfinite(lo) and math.isfinite(hi):
-        spread = (hi - lo) * math.log2(float(target_tokens) / full)
-        if not spread <= max_lr_spread:
-            why.append(f"carried to the target's {float(target_tokens):.3g} tokens, the interval "
-                       f"spans {spread:.1f} octaves of lr, over {max_lr_spread:g}")
-    if not snr >= min_snr:
-        why.append(f"curvature S/N {snr:.1f} under {min_snr:g}")
+    why, spread = horizon_law.not_tight(
+        e, lo, hi, unbracketed=None if all(verdict.bracketed.values())
+        else "an optimum is at the grid's edge (not bracketed)", snr=snr, min_snr=min_snr,
+        max_ci=max_ci, target_tokens=target_tokens, reference_tokens=float(full),
+        max_lr_spread=max_lr_spread)
     tight = not why
     return {"tokens": [short, full], "ratio": full / short, "octaves": octaves,
             "exponent": e, "exponent_ci": [lo, hi], "confidence": verdict.confidence,

@@ -84,6 +84,29 @@ def fit_law(curves: Curves, tuned: float, *, confidence: float = 0.90, n_boot: i
             "asymmetry": float(st["asymmetry"])}
 
 
+def not_tight(e: float, lo: float, hi: float, *, unbracketed: str | None, snr: float,
+              min_snr: float, max_ci: float, target_tokens: float | None,
+              reference_tokens: float, max_lr_spread: float) -> tuple[list[str], float | None]:
+    """Why a measured horizon exponent e [lo, hi] is not tight enough to replace the rule
+    (empty: it is), and its interval carried from `reference_tokens` to `target_tokens` in
+    octaves of lr (None without a target or a finite interval): the one criterion of both
+    horizon checks (`transfer.verdict.horizon.measure`, `measure_law`)."""
+    why = [unbracketed] if unbracketed else []
+    if not (math.isfinite(e) and math.isfinite(lo) and math.isfinite(hi)):
+        why.append("no finite fit")
+    elif not hi - lo <= max_ci:
+        why.append(f"exponent interval {hi - lo:.2f} wide, over {max_ci:g}")
+    spread = None
+    if target_tokens and math.isfinite(lo) and math.isfinite(hi):
+        spread = (hi - lo) * math.log2(float(target_tokens) / reference_tokens)
+        if not spread <= max_lr_spread:
+            why.append(f"carried to the target's {float(target_tokens):.3g} tokens, the interval "
+                       f"spans {spread:.1f} octaves of lr, over {max_lr_spread:g}")
+    if not snr >= min_snr:
+        why.append(f"curvature S/N {snr:.1f} under {min_snr:g}")
+    return why, spread
+
+
 def measure_law(curves: Curves, tuned: float, *, reference_tokens: float,
                 target_tokens: float | None = None, rule: str = "bjorck",
                 beta: float = scaling.BJORCK_BETA, max_ci: float = 0.2,
@@ -102,22 +125,12 @@ def measure_law(curves: Curves, tuned: float, *, reference_tokens: float,
     octaves = math.log2(keys[-1] / keys[0])
     rule_e, rule_label = scaling.horizon_exponent(rule, beta)
     snr = f["curvature_snr"]
-    why = []
-    if not all(f["bracketed"].values()):
-        edge = [k for k, b in f["bracketed"].items() if not b]
-        why.append(f"an optimum is at the grid's edge (not bracketed) at {edge} tokens")
-    if not (math.isfinite(e) and math.isfinite(lo) and math.isfinite(hi)):
-        why.append("no finite fit")
-    elif not hi - lo <= max_ci:
-        why.append(f"exponent interval {hi - lo:.2f} wide, over {max_ci:g}")
-    spread = None
-    if target_tokens and math.isfinite(lo) and math.isfinite(hi):
-        spread = (hi - lo) * math.log2(float(target_tokens) / float(reference_tokens))
-        if not spread <= max_lr_spread:
-            why.append(f"carried to the target's {float(target_tokens):.3g} tokens, the interval "
-                       f"spans {spread:.1f} octaves of lr, over {max_lr_spread:g}")
-    if not snr >= min_curvature_snr:
-        why.append(f"curvature S/N {snr:.1f} under {min_curvature_snr:g}")
+    edge = [k for k, b in f["bracketed"].items() if not b]
+    why, spread = not_tight(
+        e, lo, hi, unbracketed=f"an optimum is at the grid's edge (not bracketed) at {edge} "
+                               "tokens" if edge else None,
+        snr=snr, min_snr=min_curvature_snr, max_ci=max_ci, target_tokens=target_tokens,
+        reference_tokens=float(reference_tokens), max_lr_spread=max_lr_spread)
     tight = not why
     return {"method": METHOD, "schedule": schedule,
             "tokens": keys, "horizons": len(keys), "ratio": keys[-1] / keys[0],
