@@ -20,9 +20,10 @@ from optuna.trial import TrialState
 
 from transfer.search import Context, predict_seconds, queued_trials, run_one
 from transfer.search.progress import Left
-from transfer.verdict.curves import extend_points, grid
+from transfer.verdict.curves import grid
 from transfer.verdict.width import (
     curves_from,
+    extend_every_curve,
     finished_at_width,
     lr_bounds,
     open_grid_study,
@@ -90,15 +91,8 @@ def extend(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.St
     (unlike the width grid's per-width `extend_grid`: `queue` lays out every value at every
     lr, and the copied value's points are mostly free copies of the width grid's); None while
     other workers still have points to finish."""
-    v = ctx.cfg.validation
-    lo, hi = lr_bounds(center, v)
-    with ctx.lock():
-        if any(t.state in (TrialState.WAITING, TrialState.RUNNING)
-               for t in study.get_trials(deepcopy=False)):
-            return None
-        new = extend_points(curves(study, axis), step=v.step_log2, lo=lo, hi=hi)
-        queue(ctx, axis, study, width_study, new, center)
-    return new
+    return extend_every_curve(ctx, study, center, lambda: curves(study, axis),
+                              lambda new: queue(ctx, axis, study, width_study, new, center))
 
 
 def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis

@@ -24,8 +24,8 @@ from optuna.trial import TrialState
 from transfer.search import Context, predict_seconds, queued_trials, run_branched_one
 from transfer.search.progress import Left
 from transfer.search.training import horizon_tokens
-from transfer.verdict.curves import extend_points, grid
-from transfer.verdict.width import lr_bounds, train_grid, validation_seed
+from transfer.verdict.curves import grid
+from transfer.verdict.width import extend_every_curve, lr_bounds, train_grid, validation_seed
 
 __all__ = ["curves", "enabled", "run_grid", "run_tokens"]
 
@@ -76,15 +76,8 @@ def _extend(ctx: Context, study: optuna.Study, center: float, horizons: list[int
             ) -> list[float] | None:
     """Points beyond the edge where any horizon's minimum sits at it; None while other workers
     still have points to finish."""
-    v = ctx.cfg.validation
-    lo, hi = lr_bounds(center, v)
-    with ctx.lock():
-        if any(t.state in (TrialState.WAITING, TrialState.RUNNING)
-               for t in study.get_trials(deepcopy=False)):
-            return None
-        new = extend_points(curves(study, horizons), step=v.step_log2, lo=lo, hi=hi)
-        _queue(ctx, study, new)
-    return new
+    return extend_every_curve(ctx, study, center, lambda: curves(study, horizons),
+                              lambda new: _queue(ctx, study, new))
 
 
 def run_grid(ctx: Context, hp: dict, study: optuna.Study, stage: str) -> optuna.Study:

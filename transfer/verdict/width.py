@@ -21,7 +21,13 @@ from transfer.search import Context, n_finished, predict_seconds, queued_trials,
 from transfer.search.probe import enqueued_params, measured_ratios
 from transfer.search.progress import RANGE, Left, Span, makespan
 from transfer.verdict.coord import CoordResult, coord_check
-from transfer.verdict.curves import extend_each, extension_odds, grid, rounds_left
+from transfer.verdict.curves import (
+    extend_each,
+    extend_points,
+    extension_odds,
+    grid,
+    rounds_left,
+)
 from transfer.verdict.judge import Limits, Verdict, judge
 from transfer.verdict.rounds import MAX_MULTIPLE, look_confidence, plan_round
 from transfer.verdict.trajectory import model_for, prior_offset
@@ -90,6 +96,23 @@ def enqueue_grid(ctx: Context, study: optuna.Study, center: float) -> None:
             return
         _enqueue(study, sorted(ctx.proxies.widths(), reverse=True), v.seeds,
                  grid(center, v.points, v.step_log2))
+
+
+def extend_every_curve(ctx: Context, study: optuna.Study, center: float,
+                       curves: Callable[[], dict], queue: Callable[[list[float]], None]
+                       ) -> list[float] | None:
+    """A second-axis grid's growth (depth, horizon): the lrs one step beyond the edge of every
+    curve whose minimum sits at it, within the grid's bounds, queued for every curve by
+    `queue`; None while other workers still have points to finish."""
+    v = ctx.cfg.validation
+    lo, hi = lr_bounds(center, v)
+    with ctx.lock():
+        if any(t.state in (TrialState.WAITING, TrialState.RUNNING)
+               for t in study.get_trials(deepcopy=False)):
+            return None
+        new = extend_points(curves(), step=v.step_log2, lo=lo, hi=hi)
+        queue(new)
+    return new
 
 
 def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float] | None:
