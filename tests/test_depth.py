@@ -68,6 +68,25 @@ def test_shallow_points_are_copied_from_the_width_grid_and_deep_ones_queued():
     assert queued == [2] * 2 + [4] * 8 + [8] * 8  # the shallow -3.0 (two seeds), every deeper point
 
 
+def test_a_depth_grid_at_its_own_width_trains_every_depth_there():
+    """validation.depth_width=16 (the stages' width is 32): nothing is copied from the width
+    grid, every depth's points, L0's too, are queued, and they train at width 16."""
+    c, xs = ctx(depth_width=16), grid(-6.0, 3, 1.0)
+    ax = depth.axis(c)
+    assert depth.grid_width(c) == 16 and ax.width == 16 and ax.copied is None
+    study = optuna.create_study()
+    axis_grid.queue(c, ax, study, width_study(xs), xs, -6.0)
+    trials = study.get_trials(deepcopy=False)
+    assert all(t.state == TrialState.WAITING for t in trials)
+    queued = sorted(t.system_attrs["fixed_params"]["n_layers"] for t in trials)
+    assert queued == [2] * 6 + [4] * 6 + [8] * 6
+
+
+def test_a_depth_width_the_family_cannot_build_falls_back_to_the_stages_width():
+    c = ctx(depth_width=20)  # not a multiple of d_head 8
+    assert depth.grid_width(c) == 32 and depth.axis(c).copied == 2
+
+
 def test_curves_are_keyed_by_depth():
     c, xs = ctx(), grid(-6.0, 3, 1.0)
     study = optuna.create_study()
@@ -147,7 +166,9 @@ def test_a_builder_without_the_hook_cannot_be_made_deeper():
 # ---- configuration ----------------------------------------------------------------------------
 @pytest.mark.parametrize("override, field", [("proxy.depth_alpha=1.5", "proxy.depth_alpha"),
                                              ("proxy.base_depth=0", "proxy.base_depth"),
-                                             ("validation.depth=1", "validation.depth")])
+                                             ("validation.depth=1", "validation.depth"),
+                                             ("validation.depth_width=0",
+                                              "validation.depth_width")])
 def test_bad_depth_settings_name_the_field(override, field):
     from helpers_sweep import compose_cfg
 

@@ -189,6 +189,21 @@ def test_joint_reads_the_shared_curves_extension_points_in_its_own_fit():
     assert j is not None and j.depth["shared_points"] == 6
 
 
+def test_a_depth_grid_at_its_own_width_shares_no_curve_and_still_recovers_the_truth():
+    """validation.depth_width: the depth grid trains its own L0 curve at width 32 (the width
+    grid's narrowest is 64). No curve is the same trials in both grids, so nothing is drawn
+    once for both; the additive estimate is still the truth when the move is width-free."""
+    f = lambda w: -7.2 + 0.4 * (w / 64) ** -0.5  # noqa: E731
+    g = lambda L: -0.8 * (2 / L)  # noqa: E731
+    w = tables(curves(lambda x: f(x) + g(2), WIDTHS, noise=0.001))
+    d = tables(curves(lambda L: f(32) + g(L), DEPTHS, rng_seed=1000, noise=0.001))
+    j = run_joint(w, d, depth_width=32)
+    assert j.depth["shared_points"] == 0 and j.depth["at_width"] == 32
+    assert j.estimate == pytest.approx(f(3072) + g(28), abs=0.05)
+    same = run_joint(w, d)  # read as if at width 64: its L0 curve's noise is then shared
+    assert same.depth["shared_points"] > 0 and same.depth["at_width"] == 64
+
+
 def test_joint_needs_two_of_each():
     w, d = joint_curves(lambda w: -7.0, lambda L: 0.0)
     with pytest.raises(ValueError, match="≥ 2 depths"):

@@ -199,6 +199,9 @@ class ValidationConf:
     # Depth: the same lr grid at the stage width and a deeper proxy, judged like width.
     depth_enabled: bool = False  # off in budget=default: see conf/budget/thorough.yaml
     depth: int | None = None  # layers of the deep proxy; None: 4 × the stages' n_layers
+    # The depth grid's width; None: the stages' (its L0 curve then copied from the width grid).
+    # Narrower is cheaper per layer, so the same seconds reach deeper (docs/depth.md).
+    depth_width: int | None = None
     coord_depths: list[int] | None = None  # None: n_layers × 1, 2, 4 (and the deep proxy's)
     # Horizon: the lr grid at the stage width also at train.tokens / horizon_ratio tokens; the
     # measured exponent of lr* ∝ D^e replaces scaling.horizon_rule's when tight
@@ -403,6 +406,9 @@ def check_config(cfg: Config) -> None:
         _fail(f"proxy.base_depth must be >= 1, got {c.proxy.base_depth}")
     if v.depth is not None and v.depth < 2:
         _fail(f"validation.depth must be >= 2 layers, got {v.depth}")
+    if v.depth_width is not None and v.depth_width < 1:
+        _fail(f"validation.depth_width must be >= 1 (or null: the stages' width), got "
+              f"{v.depth_width}")
     if v.horizon_ratio < 4:
         _fail(f"validation.horizon_ratio must be >= 4 (budgets at least 4× apart), got "
               f"{v.horizon_ratio}")

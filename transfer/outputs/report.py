@@ -198,7 +198,8 @@ def _joint(prov: Mapping) -> list[str]:
     rows = [("width part: the optimum at width " + fmt(lr["target_width"]),
              f"{w['estimate']:.2f} {ci(w['interval'])}",
              f"{w['model']} over widths {w['widths']} (optima {[round(x, 2) for x in w['optima_log2']]})"),
-            (f"depth part: its move from {d['from_depth']} to {lr['target_depth']} layers",
+            (f"depth part: its move from {d['from_depth']} to {lr['target_depth']} layers "
+             f"(at width {d.get('at_width', w['widths'][0])})",
              f"{d['estimate']:+.2f} {ci(d['interval'])}",
              f"{d['model']} over depths {d['depths']} (optima "
              f"{[round(x, 2) for x in d['optima_log2']]}); log_linear {other['estimate']:+.2f} "

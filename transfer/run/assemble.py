@@ -145,9 +145,11 @@ def _joint_provenance(hp: dict, verdict: Verdict, j: Joint, depth_v: Verdict | N
         "draw_quantiles_log2": j.draw_quantiles,
         "source": f"transferred: the optimum's trajectory over widths {w['widths']} "
                   f"({w['model']}) at width {j.target_width}, plus its move over depths "
-                  f"{d['depths']} ({d['model']}) from {d['from_depth']} to {j.target_depth} "
-                  "layers, each its verdict's fit, their shared curve's bootstrap noise drawn "
-                  "once for both (transfer.verdict.joint); "
+                  f"{d['depths']} ({d['model']}, at width {d['at_width']}) from "
+                  f"{d['from_depth']} to {j.target_depth} layers, each its verdict's fit"
+                  + (", their shared curve's bootstrap noise drawn once for both"
+                     if d["shared_points"] else ", drawn independently") +
+                  " (transfer.verdict.joint); "
                   f"the width verdict was {verdict.outcome}, the depth verdict {outcome}",
         "stages_pick_offset_log2": j.estimate - math.log2(float(hp["lr"])),
     }
@@ -205,7 +207,8 @@ def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dic
     joint = None if checks is None else checks.joint
     depth_v = None if checks is None else checks.depth
     lr = lr_provenance(hp, verdict, joint, depth_v)
-    depth_summary = depth.summary(depth_v, float(plan.proxies.derived["depth_alpha"]))
+    depth_summary = depth.summary(depth_v, float(plan.proxies.derived["depth_alpha"]),
+                                  depth.grid_width(ctx))
     if checks is not None and "depth" in checks.skipped:
         depth_summary = {"outcome": "not run", "depths": [], "reasons": [checks.skipped["depth"]]}
     if "interval" in lr:

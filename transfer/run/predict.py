@@ -147,20 +147,21 @@ def _grids(ctx: Context, hp: dict) -> dict:
                                      for w in ws)
         steps = {w: ctx.probes[(w, int(hp["batch_size"]))][0] for w in (w0, ws[-1])}
         phases["coord"] = _coord_seconds(ctx, hp, steps)
-    if n_grid and depth.enabled(cfg):  # the deeper proxies' points (the shallow ones are copied)
-        ds = depth.depths(ctx)
+    if n_grid and depth.enabled(cfg):  # the depths' points (L0's copied at the stages' width)
+        ds, wd = depth.depths(ctx), depth.grid_width(ctx)
         left = _left(len(ds) * n_grid, _finished(ctx, lambda: depth.open_depth_study(ctx)))
         if left:
-            deeper = {d: depth.at_depth(ctx, d) for d in ds[1:]}
-            td = {d: predict_seconds(c, hp, w0) for d, c in deeper.items()}
+            trained = ds[1:] if wd == plan.width else ds
+            deeper = {d: depth.at_depth(ctx, d) for d in trained}
+            td = {d: predict_seconds(c, hp, wd) for d, c in deeper.items()}
             phases["depth"] = left * n_grid * sum(td.values())
             extension += n_ext * sum(td.values())
-            flops += left * tokens * n_grid * sum(c.proxies.family.flops_per_token(w0)
+            flops += left * tokens * n_grid * sum(c.proxies.family.flops_per_token(wd)
                                                   for c in deeper.values())
-            trial_seconds.update({f"{w0}x{d}L": t for d, t in td.items()})
+            trial_seconds.update({f"{wd}x{d}L": t for d, t in td.items()})
             # the depth coordinate check: a few steps at each of its depths, step time ∝ depth
             deep_layers = ds[-1]
-            step_deep = deeper[deep_layers].probes[(w0, int(hp["batch_size"]))][0]
+            step_deep = deeper[deep_layers].probes[(wd, int(hp["batch_size"]))][0]
             phases["coord"] = phases.get("coord", 0.0) + (
                 int(v.coord_steps) * COORD_BATCH / int(hp["batch_size"])
                 * sum(step_deep * d / deep_layers for d in depth.coord_depths(ctx)))

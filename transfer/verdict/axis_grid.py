@@ -2,10 +2,11 @@
 depth check (n_layers: the stages' depth and deeper proxies) and of the horizon check (tokens: a
 short budget and the full one).
 
-Both use the width grid's centre, spacing, fresh seeds and edge extension at the stages' width.
-One of the axis values is what the width grid already trained (the stages' depth; the full
-budget): those points are copied in from it — same family, width, seed and lr, and training
-is deterministic — so only the other values' points cost. The grid lives in its own Optuna
+Both use the width grid's centre, spacing, fresh seeds and edge extension, at the axis's width
+(the stages' width, or the depth grid's own `validation.depth_width`). When that is the stages'
+width, one of the axis values is what the width grid already trained (the stages' depth; the
+full budget): those points are copied in from it — same family, width, seed and lr, and
+training is deterministic — so only the other values' points cost. The grid lives in its own Optuna
 study (`<run>:<study>`), so it resumes and shares work between workers like every stage.
 """
 
@@ -40,8 +41,11 @@ class Axis:
     study: str  # the grid study's name after "<run>:"
     param: str  # the trial parameter: "n_layers" or "tokens"
     values: tuple[int, ...]  # the curves' keys (≥ 2), in the order the verdict reports them
-    copied: int  # the value the width grid trained at the stages' width: copied, not trained
+    # the value the width grid trained at this width, copied, not trained (None: every value
+    # is trained, the axis's width is not the stages')
+    copied: int | None
     contexts: Mapping[int, Context]  # each value's context (its family or token budget)
+    width: int  # the width every curve trains at
     in_hparams: bool = False  # record the value among a trial's hparams (a model shape)
 
 
@@ -63,26 +67,23 @@ def queue(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Stu
     dists = {"log2_lr": optuna.distributions.FloatDistribution(lo, hi),
              axis.param: optuna.distributions.CategoricalDistribution(list(axis.values)),
              "seed": optuna.distributions.CategoricalDistribution(list(range(v.seeds)))}
-    others = [x for x in axis.values if x != axis.copied]
-    done = finished_at_width(width_study, ctx.proxies.width)
+    done = finished_at_width(width_study, axis.width) if axis.copied is not None else {}
     for s in range(v.seeds):
         for x in xs:
-            params = {"log2_lr": x, axis.param: axis.copied, "seed": s}
-            src = done.get((x, s))
-            if src is None:
-                study.enqueue_trial(params)
-            else:
+            for value in axis.values:
+                src = done.get((x, s)) if value == axis.copied else None
+                params = {"log2_lr": x, axis.param: value, "seed": s}
+                if src is None:
+                    study.enqueue_trial(params)
+                    continue
                 attrs = {**src.user_attrs, "stage": axis.stage, "seconds": 0.0, "flops": 0.0,
                          "tokens": 0, "copied_from_trial": src.number}
                 if axis.in_hparams:
-                    attrs["hparams"] = {**src.user_attrs.get("hparams", {}),
-                                        axis.param: axis.copied}
+                    attrs["hparams"] = {**src.user_attrs.get("hparams", {}), axis.param: value}
                 study.add_trial(optuna.trial.create_trial(
                     params=params, distributions=dists, state=src.state,
                     value=src.value if src.state == TrialState.COMPLETE else None,
                     user_attrs=attrs))
-            for other in others:
-                study.enqueue_trial({"log2_lr": x, axis.param: other, "seed": s})
 
 
 def extend(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Study,
@@ -112,12 +113,12 @@ def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
         n = trial.suggest_categorical(axis.param, list(axis.values))
         seed = trial.suggest_categorical("seed", list(range(v.seeds)))
         trial_hp = dict(hp, lr=2.0 ** x, **({axis.param: n} if axis.in_hparams else {}))
-        run_one(axis.contexts[n], study, trial, trial_hp, width=ctx.proxies.width,
+        run_one(axis.contexts[n], study, trial, trial_hp, width=axis.width,
                 seed=validation_seed(ctx.cfg.proxy.seed, seed), stage=axis.stage, prune=False)
 
     def left() -> Left:  # predicted seconds of the queued points, each in its own context
         return queued_trials(study, lambda p: predict_seconds(axis.contexts[p[axis.param]], hp,
-                                                              ctx.proxies.width),
+                                                              axis.width),
                              key=lambda p: p[axis.param])
 
     train_grid(ctx, study, axis.stage, run,

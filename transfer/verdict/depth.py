@@ -1,10 +1,12 @@
 """The depth check: where does the tuned lr optimum go as the proxies deepen, and can its place
 at the target's depth be predicted?
 
-The learning-rate grid at the stages' width (`transfer.verdict.axis_grid`: the width check's centre,
-spacing, seeds and edge extension), trained at the stages' depth L0 — the width check's narrow
-curve, copied — and at L0 doubled up to L1 = `validation.depth` (4 × L0 by default: L0, 2·L0,
-4·L0), judged by the same pure verdict (`transfer.verdict.judge.judge`,
+The learning-rate grid at one width (`transfer.verdict.axis_grid`: the width check's centre,
+spacing, seeds and edge extension), trained at the stages' depth L0 and at L0 doubled up to
+L1 = `validation.depth` (4 × L0 unless set: L0, 2·L0, 4·L0). The width is
+`validation.depth_width` (narrower than the stages' is cheaper per layer, so the grid reaches
+deeper in the same seconds; `grid_width`), or the stages' width, where the L0 curve is the
+width check's narrow one, copied. Judged by the same pure verdict (`transfer.verdict.judge.judge`,
 `Limits(axis="depth", judge_drift=False)`) with the depth coordinate check
 (`transfer.verdict.coord.depth_coord_check`) as its coordinate rule. The optimum may move with
 depth; what is judged is its trajectory to the target's depth (`transfer.verdict.trajectory`,
@@ -52,6 +54,19 @@ def depths(ctx: Context) -> tuple[int, ...]:
     return tuple(out + [l1]) if l1 > l0 else (l0,)
 
 
+def grid_width(ctx: Context) -> int:
+    """The width the depth grid trains at: `validation.depth_width` when set and the family can
+    build it, else the stages' width (where its L0 curve is the width grid's, copied)."""
+    w = ctx.cfg.validation.depth_width
+    if w is None:
+        return int(ctx.proxies.width)
+    try:
+        ctx.proxies.family.check_width(int(w), field="validation.depth_width")
+    except ValueError:
+        return int(ctx.proxies.width)
+    return int(w)
+
+
 def at_depth(ctx: Context, n_layers: int) -> Context:
     """The context whose family is built `n_layers` deep (base depth, and so m_L, as set)."""
     plan = dataclasses.replace(ctx.proxies, family=ctx.proxies.family.replace(n_layers=n_layers))
@@ -62,10 +77,12 @@ DEPTH_STUDY = "validation-depth"
 
 
 def axis(ctx: Context) -> Axis:
-    """The depth grid: L0 (the stages' depth, copied from the width grid) and the deeper ones."""
-    ds = depths(ctx)
-    return Axis(stage=STAGE, study=DEPTH_STUDY, param="n_layers", values=ds, copied=ds[0],
-                contexts={d: at_depth(ctx, d) for d in ds}, in_hparams=True)
+    """The depth grid: L0 (the stages' depth; copied from the width grid at the stages' width)
+    and the deeper ones, at `grid_width`."""
+    ds, w = depths(ctx), grid_width(ctx)
+    return Axis(stage=STAGE, study=DEPTH_STUDY, param="n_layers", values=ds,
+                copied=ds[0] if w == ctx.proxies.width else None,
+                contexts={d: at_depth(ctx, d) for d in ds}, width=w, in_hparams=True)
 
 
 def open_depth_study(ctx: Context) -> optuna.Study:
@@ -92,10 +109,11 @@ def coord_depths(ctx: Context) -> list[int]:
 
 
 def run_depth_coord(ctx: Context, hp: dict) -> CoordResult:
-    """The coordinate check across depth at the stages' width, with the tuned multipliers."""
+    """The coordinate check across depth at the depth grid's width, with the tuned
+    multipliers."""
     v = ctx.cfg.validation
     family = ctx.proxies.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
-    return depth_coord_check(family, depths=coord_depths(ctx), width=ctx.proxies.width,
+    return depth_coord_check(family, depths=coord_depths(ctx), width=grid_width(ctx),
                              corpus=ctx.corpus,
                              steps=v.coord_steps, lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed,
                              max_slope=v.coord_max_slope)
@@ -142,14 +160,16 @@ def joint_estimate(ctx: Context, width: Verdict, deep: Verdict, *, target_width:
                  width_model=width.trajectory["model"], depth_model=limits.trajectory_model,
                  confidence=width.confidence, n_boot=limits.n_boot, boot_seed=limits.boot_seed,
                  window=limits.fit_window, scale=limits.interval_scale,
-                 depth_shared_shape=limits.shared_shape)
+                 depth_shared_shape=limits.shared_shape, depth_width=grid_width(ctx))
 
 
-def summary(verdict: Verdict | None, alpha: float) -> dict | None:
-    """What target.yaml records of the depth check (None: it did not run)."""
+def summary(verdict: Verdict | None, alpha: float, width: int | None = None) -> dict | None:
+    """What target.yaml records of the depth check (None: it did not run); `width`: the
+    width its grid trained at."""
     if verdict is None:
         return None
     return {"outcome": verdict.outcome, "depths": list(verdict.widths), "depth_alpha": alpha,
+            "width": width,
             "optima_log2": [verdict.best_log2_lr[d] for d in verdict.widths],
             "optima_ci": [verdict.best_log2_lr_ci.get(d) for d in verdict.widths],
             "models": models(verdict),

@@ -77,7 +77,8 @@ def axis(ctx: Context) -> Axis:
     """The horizon grid: the short budget and the full one (copied from the width grid)."""
     short, full = budgets(ctx.cfg)
     return Axis(stage=STAGE, study=HORIZON_STUDY, param="tokens", values=(short, full),
-                copied=full, contexts={short: at_tokens(ctx, short), full: ctx})
+                copied=full, contexts={short: at_tokens(ctx, short), full: ctx},
+                width=ctx.proxies.width)
 
 
 def open_horizon_study(ctx: Context) -> optuna.Study:

@@ -100,13 +100,16 @@ def _fit(curves: Mapping[int, Mapping], *, window: int, n_boot: int, boot_seed: 
 def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mapping], *,
           target_width: int, target_depth: int, width_model: str, depth_model: str,
           confidence: float, n_boot: int, boot_seed: int, window: int, scale: float = 1.0,
-          width_seed: int | None = None, depth_shared_shape: bool = False) -> Joint | None:
+          width_seed: int | None = None, depth_shared_shape: bool = False,
+          depth_width: int | None = None) -> Joint | None:
     """The joint estimate from the width verdict's curves (width → {log2_lr, losses}, at the
     stages' depth) and the depth verdict's (depth → the same, at the stages' width, its
     shallowest the same trials as the width grid's narrowest). `boot_seed` is the depth
     verdict's generator seed, `width_seed` the width verdict's (default the same);
     `depth_shared_shape` the depth verdict's fit (`Limits.shared_shape`: off, each depth's curve
-    its own curvature and asymmetry). None when a curve has too few finite points to fit."""
+    its own curvature and asymmetry). `depth_width`: the width the depth grid trained at (None:
+    the width grid's narrowest); at another width the two grids share no curve and their noise
+    is drawn independently. None when a curve has too few finite points to fit."""
     widths, depths = sorted(width_curves), sorted(depth_curves)
     if len(widths) < 2 or len(depths) < 2:
         raise ValueError(f"a joint estimate needs ≥ 2 widths and ≥ 2 depths, got {widths}, "
@@ -115,11 +118,13 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
         if m not in MODELS:
             raise ValueError(f"unknown trajectory model {m!r}; available: {', '.join(MODELS)}")
     w0, l0 = widths[0], depths[0]
+    at_width = w0 if depth_width is None else int(depth_width)
     ws = _fit(width_curves, window=window, n_boot=n_boot, confidence=confidence,
               boot_seed=boot_seed if width_seed is None else width_seed)
     if ws is None:
         return None
-    shared = {(l0, x): z for (w, x), z in ws["z"].items() if w == w0}
+    shared = ({(l0, x): z for (w, x), z in ws["z"].items() if w == w0} if at_width == w0
+              else {})
     ds = _fit(depth_curves, window=window, n_boot=n_boot, confidence=confidence,
               boot_seed=boot_seed, shared_z=shared, shared_shape=depth_shared_shape)
     if ds is None:
@@ -157,7 +162,7 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
         depth={"model": depth_model, "form": MODEL_FORMS["depth"][depth_model],
                "estimate": d_est, "interval": d_models[depth_model]["interval"],
                "depths": [int(d) for d in depths], "optima_log2": [float(x) for x in vd],
-               "at_width": int(w0), "from_depth": int(l0),
+               "at_width": at_width, "from_depth": int(l0),
                "shared_points": sum(k in shared for k in ds["z"])},
         depth_models=d_models,
         depth_disagreement=abs(d_est - d_models[other]["estimate"]),
