@@ -82,6 +82,22 @@ def test_a_depth_grid_at_its_own_width_trains_every_depth_there():
     assert queued == [2] * 6 + [4] * 6 + [8] * 6
 
 
+def test_the_depth_grid_has_its_own_seeds_and_trains_the_copied_depths_missing_ones():
+    """validation.depth_seeds=3 beside the width grid's 2: at the stages' width L0's first two
+    seeds are copied, its third is trained with every deeper point's three."""
+    c, xs = ctx(depth_seeds=3), grid(-6.0, 3, 1.0)
+    ax = depth.axis(c)
+    assert ax.seeds == 3 and depth.axis(ctx()).seeds == 2
+    study = optuna.create_study()
+    axis_grid.queue(c, ax, study, width_study(xs), xs, -6.0)
+    trials = study.get_trials(deepcopy=False)
+    copied = [t for t in trials if t.state == TrialState.COMPLETE]
+    assert sorted({t.params["seed"] for t in copied}) == [0, 1] and len(copied) == 6
+    waiting = [t.system_attrs["fixed_params"] for t in trials if t.state == TrialState.WAITING]
+    assert sorted(p["n_layers"] for p in waiting) == [2] * 3 + [4] * 9 + [8] * 9
+    assert {p["seed"] for p in waiting if p["n_layers"] == 2} == {2}
+
+
 def test_a_depth_width_the_family_cannot_build_falls_back_to_the_stages_width():
     c = ctx(depth_width=20)  # not a multiple of d_head 8
     assert depth.grid_width(c) == 32 and depth.axis(c).copied == 2
@@ -168,7 +184,9 @@ def test_a_builder_without_the_hook_cannot_be_made_deeper():
                                              ("proxy.base_depth=0", "proxy.base_depth"),
                                              ("validation.depth=1", "validation.depth"),
                                              ("validation.depth_width=0",
-                                              "validation.depth_width")])
+                                              "validation.depth_width"),
+                                             ("validation.depth_seeds=1",
+                                              "validation.depth_seeds")])
 def test_bad_depth_settings_name_the_field(override, field):
     from helpers_sweep import compose_cfg
 

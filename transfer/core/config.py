@@ -202,6 +202,7 @@ class ValidationConf:
     # The depth grid's width; None: the stages' (its L0 curve then copied from the width grid).
     # Narrower is cheaper per layer, so the same seconds reach deeper (docs/depth.md).
     depth_width: int | None = None
+    depth_seeds: int | None = None  # seeds at every depth grid point; None: validation.seeds
     coord_depths: list[int] | None = None  # None: n_layers × 1, 2, 4 (and the deep proxy's)
     # Horizon: the lr grid at the stage width also at train.tokens / horizon_ratio tokens; the
     # measured exponent of lr* ∝ D^e replaces scaling.horizon_rule's when tight
@@ -406,6 +407,9 @@ def check_config(cfg: Config) -> None:
         _fail(f"proxy.base_depth must be >= 1, got {c.proxy.base_depth}")
     if v.depth is not None and v.depth < 2:
         _fail(f"validation.depth must be >= 2 layers, got {v.depth}")
+    if v.depth_seeds is not None and v.depth_seeds < 2:
+        _fail(f"validation.depth_seeds must be >= 2 (the verdict needs seeds to measure its "
+              f"noise), or null: validation.seeds; got {v.depth_seeds}")
     if v.depth_width is not None and v.depth_width < 1:
         _fail(f"validation.depth_width must be >= 1 (or null: the stages' width), got "
               f"{v.depth_width}")

@@ -149,14 +149,15 @@ def _grids(ctx: Context, hp: dict) -> dict:
         phases["coord"] = _coord_seconds(ctx, hp, steps)
     if n_grid and depth.enabled(cfg):  # the depths' points (L0's copied at the stages' width)
         ds, wd = depth.depths(ctx), depth.grid_width(ctx)
-        left = _left(len(ds) * n_grid, _finished(ctx, lambda: depth.open_depth_study(ctx)))
+        n_depth = v.points * depth.grid_seeds(ctx)
+        left = _left(len(ds) * n_depth, _finished(ctx, lambda: depth.open_depth_study(ctx)))
         if left:
             trained = ds[1:] if wd == plan.width else ds
             deeper = {d: depth.at_depth(ctx, d) for d in trained}
             td = {d: predict_seconds(c, hp, wd) for d, c in deeper.items()}
-            phases["depth"] = left * n_grid * sum(td.values())
-            extension += n_ext * sum(td.values())
-            flops += left * tokens * n_grid * sum(c.proxies.family.flops_per_token(wd)
+            phases["depth"] = left * n_depth * sum(td.values())
+            extension += 2 * int(v.max_extend) * depth.grid_seeds(ctx) * sum(td.values())
+            flops += left * tokens * n_depth * sum(c.proxies.family.flops_per_token(wd)
                                                   for c in deeper.values())
             trial_seconds.update({f"{wd}x{d}L": t for d, t in td.items()})
             # the depth coordinate check: a few steps at each of its depths, step time ∝ depth

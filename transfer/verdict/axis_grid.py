@@ -46,6 +46,7 @@ class Axis:
     copied: int | None
     contexts: Mapping[int, Context]  # each value's context (its family or token budget)
     width: int  # the width every curve trains at
+    seeds: int  # seeds at every point
     in_hparams: bool = False  # record the value among a trial's hparams (a model shape)
 
 
@@ -66,9 +67,9 @@ def queue(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Stu
     lo, hi = lr_bounds(center, v)
     dists = {"log2_lr": optuna.distributions.FloatDistribution(lo, hi),
              axis.param: optuna.distributions.CategoricalDistribution(list(axis.values)),
-             "seed": optuna.distributions.CategoricalDistribution(list(range(v.seeds)))}
+             "seed": optuna.distributions.CategoricalDistribution(list(range(axis.seeds)))}
     done = finished_at_width(width_study, axis.width) if axis.copied is not None else {}
-    for s in range(v.seeds):
+    for s in range(axis.seeds):
         for x in xs:
             for value in axis.values:
                 src = done.get((x, s)) if value == axis.copied else None
@@ -111,7 +112,7 @@ def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
     def run(trial: optuna.Trial) -> None:
         x = trial.suggest_float("log2_lr", lo, hi)
         n = trial.suggest_categorical(axis.param, list(axis.values))
-        seed = trial.suggest_categorical("seed", list(range(v.seeds)))
+        seed = trial.suggest_categorical("seed", list(range(axis.seeds)))
         trial_hp = dict(hp, lr=2.0 ** x, **({axis.param: n} if axis.in_hparams else {}))
         run_one(axis.contexts[n], study, trial, trial_hp, width=axis.width,
                 seed=validation_seed(ctx.cfg.proxy.seed, seed), stage=axis.stage, prune=False)

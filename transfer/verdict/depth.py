@@ -67,6 +67,12 @@ def grid_width(ctx: Context) -> int:
     return int(w)
 
 
+def grid_seeds(ctx: Context) -> int:
+    """Seeds at every point of the depth grid: `validation.depth_seeds`, else the width grid's."""
+    v = ctx.cfg.validation
+    return int(v.depth_seeds or v.seeds)
+
+
 def at_depth(ctx: Context, n_layers: int) -> Context:
     """The context whose family is built `n_layers` deep (base depth, and so m_L, as set)."""
     plan = dataclasses.replace(ctx.proxies, family=ctx.proxies.family.replace(n_layers=n_layers))
@@ -82,7 +88,8 @@ def axis(ctx: Context) -> Axis:
     ds, w = depths(ctx), grid_width(ctx)
     return Axis(stage=STAGE, study=DEPTH_STUDY, param="n_layers", values=ds,
                 copied=ds[0] if w == ctx.proxies.width else None,
-                contexts={d: at_depth(ctx, d) for d in ds}, width=w, in_hparams=True)
+                contexts={d: at_depth(ctx, d) for d in ds}, width=w, seeds=grid_seeds(ctx),
+                in_hparams=True)
 
 
 def open_depth_study(ctx: Context) -> optuna.Study:

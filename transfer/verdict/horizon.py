@@ -78,7 +78,7 @@ def axis(ctx: Context) -> Axis:
     short, full = budgets(ctx.cfg)
     return Axis(stage=STAGE, study=HORIZON_STUDY, param="tokens", values=(short, full),
                 copied=full, contexts={short: at_tokens(ctx, short), full: ctx},
-                width=ctx.proxies.width)
+                width=ctx.proxies.width, seeds=int(ctx.cfg.validation.seeds))
 
 
 def open_horizon_study(ctx: Context) -> optuna.Study:
