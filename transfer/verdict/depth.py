@@ -44,7 +44,8 @@ def enabled(cfg) -> bool:
 
 def depths(ctx: Context) -> tuple[int, ...]:
     """The depths the grid trains: the stages' L0, doubled while under the deepest proxy's
-    L1 (`validation.depth`, 4 × L0 by default), then L1: (2, 4, 8) for the cpu proxies."""
+    L1 (`validation.depth`, 4 × L0 unless set), then L1: (2, 4, 8, 16) for the cpu proxies
+    at budget=default (`validation.depth: 16`)."""
     l0 = int(ctx.proxies.family.n_layers)
     l1 = int(ctx.cfg.validation.depth or 4 * l0)
     out, d = [l0], 2 * l0
