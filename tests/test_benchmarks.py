@@ -144,3 +144,28 @@ def test_horizon_law(tmp_path, capsys):
     assert set(data["result"]["optima_log2"]) == {str(t) for t in data["horizons"]}
     assert all(len(c) == 3 and all(math.isfinite(y) for _, ys in c for y in ys)
                for c in data["curves"].values())
+
+
+def test_batch_law(tmp_path, capsys):
+    out = tmp_path / "law.json"
+    target = tmp_path / "target.yaml"
+    target.write_text("train:\n  lr_factor_terms:\n    from_batch_tokens: 256\n"
+                      "    to_batch_tokens: 4096\n")
+    assert bench("batch_law").main([
+        "--model", "tiny", "--budget", "smoke", "--width", "16", "--points", "3", "--seeds", "2",
+        "--batches", "2", "4", "8", "--max-extend", "0", "--workers", "1", "--out", str(out),
+        "--target-yaml", str(target)]) == 0
+    text = capsys.readouterr().out
+    assert "√ rule +0.5" in text and "linear rule +1.0" in text
+    data = json.loads(out.read_text())
+    assert data["batches"] == [2, 4, 8] and data["target_doublings"] == 4.0
+    assert set(data["result"]["optima_log2"]) == {"2", "4", "8"}
+    e, (lo, hi) = data["result"]["exponent"], data["result"]["exponent_ci"]
+    assert lo <= e <= hi and data["lr_spread_at_target"] == (hi - lo) * 4.0
+    # equal tokens: twice the batch, half the steps
+    assert data["steps"][0] == 2 * data["steps"][1] == 4 * data["steps"][2]
+
+
+def test_batch_law_needs_three_batches_spanning_four_times():
+    with pytest.raises(SystemExit):
+        bench("batch_law").parse_args(["--batches", "8", "16", "24"])
