@@ -145,7 +145,7 @@ def main(argv=None) -> int:
         curves, center, reference_tokens=float(cfg.train.tokens),
         target_tokens=float(cfg.model.train_tokens), rule="bjorck",
         beta=scaling.BJORCK_BETA, max_ci=float(v.horizon_max_ci),
-        max_lr_spread=2 * float(v.tolerance_log2), min_curvature_snr=float(v.min_curvature_snr),
+        min_curvature_snr=float(v.min_curvature_snr),
         confidence=float(v.confidence), n_boot=limits.n_boot, boot_seed=limits.boot_seed,
         window=limits.fit_window, schedule="wsd")
     wall = time.perf_counter() - start

@@ -80,11 +80,22 @@ def test_measure_law_feeds_the_emitter_and_carries_the_interval_to_the_target():
     lo, hi = h["exponent_ci"]
     assert h["lr_spread_at_target"] == pytest.approx(hi - lo)  # one octave of tokens beyond
     assert h["tight"] and h["used"] == "measured" and not h["reasons"]
+    # carried 2.4e7× further, its interval spans more than an octave of lr: still narrower than
+    # the published rules' spread, so it replaces the rule; the spread is reported (the launch
+    # interval carries it), not a gate
     far = horizon_law.measure_law(synthetic(-0.32, noise=0.02), -7.0,
                                   reference_tokens=TOKENS[-1], target_tokens=9e12)
-    assert not far["tight"] and far["used"] == "rule"
-    assert "octaves of lr" in far["reasons"][0]
+    assert far["tight"] and far["used"] == "measured" and far["lr_spread_at_target"] > 1
+    assert far["published_spread"] == pytest.approx(0.0215 + 0.70)
     assert "5 horizons" in horizon_law.line(far)
+
+
+def test_an_exponent_no_narrower_than_the_published_spread_leaves_the_rule(monkeypatch):
+    monkeypatch.setattr(horizon_law, "published_spread", lambda: 0.01)
+    h = horizon_law.measure_law(synthetic(-0.32, noise=0.02), -7.0,
+                                reference_tokens=TOKENS[-1], target_tokens=9e12)
+    assert not h["tight"] and h["used"] == "rule"
+    assert "not narrower than the published rules' spread 0.01" in h["reasons"][0]
 
 
 def test_an_optimum_at_the_grid_edge_is_not_tight():

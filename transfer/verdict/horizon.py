@@ -169,7 +169,7 @@ def _validate_branched(ctx: Context, hp: dict, study: optuna.Study) -> tuple[Ver
         curves_, tuned, reference_tokens=float(ctx.cfg.train.tokens),
         target_tokens=float(ctx.cfg.model.train_tokens), rule=s.horizon_rule,
         beta=float(s.horizon_beta), max_ci=float(v.horizon_max_ci),
-        max_lr_spread=2 * float(v.tolerance_log2), min_curvature_snr=float(v.min_curvature_snr),
+        min_curvature_snr=float(v.min_curvature_snr),
         confidence=float(v.confidence), n_boot=limits.n_boot, boot_seed=limits.boot_seed,
         window=limits.fit_window, schedule=s.schedule)
     return verdict, result
