@@ -297,3 +297,19 @@ def test_shipped_models_fit_every_proxy_size(model, budget):
     heads = plan.width // plan.derived["d_head"]
     assert heads % plan.derived["kv_group"] == 0
     assert plan.derived["kv_group"] <= cfg.model.n_heads // cfg.model.n_kv_heads
+
+
+@pytest.mark.parametrize("model", [*sorted(SHAPES), "qwen2.5-3b", "gemma2-2b"])
+def test_kv_group_divides_the_heads_at_every_grid_width_the_depth_grid_included(model):
+    """budget=default trains its depth grid at width 32 (2 heads): Qwen2.5's 8 query heads per kv
+    head become 2 there, not the 4 that width 64 allows, or the depth grid would fall back to
+    width 64 and cost ~1.5× (transfer.verdict.depth.grid_width)."""
+    cfg = compose_cfg([f"model={model}"])
+    plan = plan_proxies(cfg)
+    d_head, group = plan.derived["d_head"], plan.derived["kv_group"]
+    for w in (plan.width, *plan.grid_widths, plan.base_width, cfg.validation.depth_width):
+        assert (w // d_head) % group == 0, w
+    target = cfg.model.n_heads // cfg.model.n_kv_heads
+    assert group == min(2, target)  # width 32's 2 heads
+    off = plan_proxies(compose_cfg([f"model={model}", "validation.depth_width=null"]))
+    assert off.derived["kv_group"] >= group  # the stages' width alone allows at least as many

@@ -168,7 +168,8 @@ GEMMA = dict(mlp="geglu", norm_unit_offset=True, sandwich_norm=True, attn_softca
 def test_plan_derives_each_familys_features():
     assert "qkv_bias" not in plan_proxies(compose_cfg(["model=3b"])).derived  # Llama: as before
     q = plan_proxies(compose_cfg(["model=qwen2.5-3b"])).derived
-    assert (q["qkv_bias"], q.get("o_bias", False), q["kv_group"]) == (True, False, 4)  # 8 per kv; 4 heads at 64
+    # 8 query heads per kv head in the target; the depth grid's width 32 has 2 heads
+    assert (q["qkv_bias"], q.get("o_bias", False), q["kv_group"]) == (True, False, 2)
     g = plan_proxies(compose_cfg(["model=gemma2-2b"])).derived
     assert (g["mlp"], g["norm_unit_offset"], g["sandwich_norm"], g["attn_softcap"],
             g["logit_softcap"]) == ("geglu", True, True, 50.0, 30.0)

@@ -40,18 +40,33 @@ class ProxyPlan:
         return list(self.grid_widths or (self.width, self.validation_width))
 
 
-def _kv_group(target_ratio: int, heads: int, explicit: int | None, widths, d_head) -> tuple[int, str]:
+def _kv_group(target_ratio: int, explicit: int | None, widths, d_head) -> tuple[int, str]:
+    """Query heads per kv head: `explicit`, or the largest that divides the heads at every one of
+    `widths` (every width the run trains a grid at) and is at most the target's."""
     if explicit is not None:
         for w in widths:
             if (w // d_head) % explicit:
                 raise UserError(f"proxy.kv_group={explicit} does not divide the {w // d_head} heads "
                                 f"of width {w}; use a divisor of {w // d_head} or proxy.kv_group=null")
         return explicit, ""
+    narrowest = min(widths)
+    heads = narrowest // d_head
     group = max(g for g in range(1, heads + 1) if heads % g == 0 and g <= target_ratio)
     note = "" if group == target_ratio else (
         f"kv grouping: target has {target_ratio} query heads per kv head, the proxy's {heads} heads "
-        f"allow {group}")
+        f"at width {narrowest} (its narrowest grid) allow {group}")
     return group, note
+
+
+def _depth_grid_width(cfg: Config, d_head: int) -> tuple[int, ...]:
+    """The depth grid's own width when set and the head dimension can build it: the kv grouping
+    must divide its heads too, or the grid would fall back to the stages' wider, costlier width
+    (`transfer.verdict.depth.grid_width`). Counted whether or not the depth check runs, so one
+    target's proxies are the same family with it and without it."""
+    w = cfg.validation.depth_width
+    if w is None or w < d_head or w % d_head:
+        return ()
+    return (int(w),)
 
 
 def family_features(m, base_width: int) -> dict:
@@ -87,8 +102,9 @@ def plan_proxies(cfg: Config) -> ProxyPlan:
         if w % d_head:
             raise UserError(f"{name}={w} is not divisible by the proxy head dimension {d_head}; "
                             f"use a multiple of {d_head}")
-    kv_group, kv_note = _kv_group(m.n_heads // m.n_kv_heads, width // d_head, p.kv_group,
-                                  (*widths, base_width), d_head)
+    kv_group, kv_note = _kv_group(m.n_heads // m.n_kv_heads, p.kv_group,
+                                  (width, *widths, base_width, *_depth_grid_width(cfg, d_head)),
+                                  d_head)
     def pick(name, from_target):
         return from_target if getattr(p, name) is None else getattr(p, name)
 
