@@ -47,8 +47,25 @@ def _norm(kind: str, d: int, eps: float = 1e-6, unit_offset: bool = False) -> nn
 
 
 def softcap(x: torch.Tensor, cap: float | None) -> torch.Tensor:
-    """cap · tanh(x / cap) (Gemma 2's logit soft-capping); x itself when cap is None."""
-    return x if cap is None else cap * torch.tanh(x / cap)
+    """cap · tanh(x / cap) (Gemma 2's logit soft-capping); x itself when cap is None.
+
+    Computed as 2·cap·σ(2x / cap) − cap, the same function (tanh y = 2σ(2y) − 1; |Δ| ≤ 2e-7·cap
+    in float32): torch's CPU tanh takes ~6× the time of its sigmoid (benchmarks/RESULTS.md,
+    Gemma 2's soft-capped attention)."""
+    return x if cap is None else torch.sigmoid(x * (2.0 / cap)) * (2.0 * cap) - cap
+
+
+def capped_causal_attention(q, k, v, scale: float, cap: float) -> torch.Tensor:
+    """softmax(causal(cap · tanh(q·kᵀ·scale / cap))) · v: Gemma 2's soft-capped attention, which
+    no fused kernel takes. softmax is blind to a constant shift, so the scores are formed as
+    `softcap` + cap = 2·cap·σ(2·q·kᵀ·scale / cap): the 2·scale / cap is applied to q (T × d_head
+    per head, not T × T), and the causal mask is added in the same pass (−inf above the
+    diagonal): four passes over the T × T scores (matmul, sigmoid, add, softmax) where
+    `softcap` then `masked_fill` take seven."""
+    t = q.shape[-2]
+    mask = torch.full((t, t), float("-inf"), dtype=q.dtype, device=q.device).triu_(1)
+    z = torch.sigmoid((q * (2.0 * scale / cap)) @ k.transpose(-2, -1))  # (B, H, T, T)
+    return torch.add(mask, z, alpha=2.0 * cap).softmax(-1) @ v  # (B, H, T, dh)
 
 
 def _rope_tables(seq_len: int, d_head: int, device=None, theta: float = 10000.0
@@ -89,10 +106,8 @@ class Attention(nn.Module):
             k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
         if self.softcap is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
-        else:  # capped scores, then the causal softmax (no fused kernel takes a cap)
-            s = softcap((q @ k.transpose(-2, -1)) * self.scale, self.softcap)  # (B, H, T, T)
-            causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
-            y = s.masked_fill(~causal, float("-inf")).softmax(-1) @ v  # (B, H, T, dh)
+        else:
+            y = capped_causal_attention(q, k, v, self.scale, self.softcap)
         return self.o(y.transpose(1, 2).reshape(b, t, -1))
 
 
