@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import pandas as pd
 import pytest
 import torch
 from mup import MuReadout, set_base_shapes
@@ -19,6 +20,7 @@ from transfer.verdict.coord import (
     coord_check,
     depth_coord_check,
     module_kind,
+    slopes_at,
 )
 
 WIDTHS = [32, 64, 128, 256]
@@ -69,8 +71,8 @@ def test_check_leaves_the_global_rng_untouched(corpus):
 def test_to_dict_is_json_ready_and_agrees_with_the_fields(mup_result):
     d = json.loads(json.dumps(mup_result.to_dict()))
     assert set(d) == {"passed", "max_abs_slope", "logits_slope", "slopes", "widths", "steps",
-                      "axis"}
-    assert d["widths"] == WIDTHS and d["steps"] == 4
+                      "seeds", "axis"}
+    assert d["widths"] == WIDTHS and d["steps"] == 4 and d["seeds"] == 1
     assert d["max_abs_slope"] == max(abs(s) for s in d["slopes"].values())
 
 
@@ -90,6 +92,7 @@ def test_module_kinds_merge_layers():
     (dict(widths=[64]), "at least two distinct widths"),
     (dict(widths=[32, 64], steps=0), "steps must be >= 1"),
     (dict(widths=[32, 36]), "multiple of 8"),
+    (dict(widths=[32, 64], seeds=0), "seeds must be >= 1"),
 ])
 def test_bad_arguments_raise_value_error(kwargs, match, corpus):
     with pytest.raises(ValueError, match=match):
@@ -166,3 +169,30 @@ def test_depth_check_leaves_the_global_rng_untouched(corpus, tmp_path):
                           steps=2)
     assert torch.equal(torch.random.get_rng_state(), state)
     assert plot_coord(r, tmp_path / "depth.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_seeds_average_the_activation_sizes_of_each_seed_before_the_fit(corpus):
+    """seeds=3 is seeds 5, 6, 7 each as a one-seed check (its own init and batch), their l1
+    averaged per module kind and width before the slope: the records are the three checks'."""
+    fam = TransformerFamily(**TINY)
+    kw = dict(widths=[32, 64, 128], corpus=corpus, steps=2)
+    three = coord_check(fam, seed=5, seeds=3, **kw)
+    ones = [coord_check(fam, seed=s, **kw) for s in (5, 6, 7)]
+    assert three.seeds == 3 and sorted(three.df["seed"].unique()) == [5, 6, 7]
+    for one in ones:
+        torch.testing.assert_close(  # each seed's records are its one-seed check's
+            three.df[three.df["seed"] == one.df["seed"].iloc[0]]["l1"].to_numpy(),
+            one.df["l1"].to_numpy())
+    assert three.slopes == slopes_at(pd.concat([o.df for o in ones]), 2)
+    assert ones[0].slopes != ones[1].slopes  # the seeds differ, so the average is not one of them
+
+
+def test_depth_check_averages_seeds_too(corpus):
+    fam = TransformerFamily(**TINY)
+    kw = dict(depths=[1, 2, 4], width=32, corpus=corpus, steps=2)
+    two = depth_coord_check(fam, seeds=2, **kw)
+    one = depth_coord_check(fam, **kw)
+    assert two.seeds == 2 and sorted(two.df["seed"].unique()) == [0, 1]
+    torch.testing.assert_close(two.df[two.df["seed"] == 0]["l1"].to_numpy(),
+                               one.df["l1"].to_numpy())
+    assert two.slopes != one.slopes

@@ -182,6 +182,9 @@ class ValidationConf:
     max_gap: float = 0.01  # relative loss gap at the transferred lr on the wide model
     coord_widths: list[int] = field(default_factory=lambda: [32, 64, 128, 256])
     coord_steps: int = 4
+    # initialisations (each with its batch) whose activation sizes the check averages: one seed's
+    # slope scatters ±0.1 and more (benchmarks/RESULTS.md, the coordinate check over seeds)
+    coord_seeds: int = 8
     coord_max_slope: float = 0.25  # |d log2 l1 / d log2 width| allowed for μP activations
     max_extend: int = 3  # grid steps added per side, at most, to bracket an optimum at an edge
     min_seeds: int = 2  # fewer: inconclusive (one seed cannot tell noise from signal)
@@ -427,6 +430,8 @@ def check_config(cfg: Config) -> None:
         _fail(f"validation.points must be >= 3 to fit a parabola, got {v.points}")
     if v.seeds < 1:
         _fail(f"validation.seeds must be >= 1, got {v.seeds}")
+    if v.coord_seeds < 1:
+        _fail(f"validation.coord_seeds must be >= 1, got {v.coord_seeds}")
     if v.max_extend < 0:
         _fail(f"validation.max_extend must be >= 0, got {v.max_extend}")
     if v.max_extra_seconds < 0:

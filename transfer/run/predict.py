@@ -49,15 +49,16 @@ def _stage_seconds(ctx: Context, hp: dict, index: int, name: str) -> float:
 
 
 def _coord_seconds(ctx: Context, hp: dict, t_step: dict[int, float]) -> float:
-    """The coordinate check's steps at each of its widths (`transfer.verdict.width.coord_widths`):
-    per-step time linear in FLOPs per token through the two probed widths, at the check's batch
-    (`COORD_BATCH`)."""
+    """The coordinate check's steps at each of its widths (`transfer.verdict.width.coord_widths`)
+    for each of its seeds: per-step time linear in FLOPs per token through the two probed widths,
+    at the check's batch (`COORD_BATCH`)."""
     fam = ctx.proxies.family
     (w0, s0), (w1, s1) = sorted(t_step.items())
     f0, f1 = fam.flops_per_token(w0), fam.flops_per_token(w1)
     slope = (s1 - s0) / (f1 - f0) if f1 != f0 else 0.0
     batch = COORD_BATCH / int(hp["batch_size"])
-    return sum(int(ctx.cfg.validation.coord_steps) * batch
+    v = ctx.cfg.validation
+    return sum(int(v.coord_steps) * int(v.coord_seeds) * batch
                * max(0.0, s0 + slope * (fam.flops_per_token(w) - f0)) for w in coord_widths(ctx))
 
 
@@ -164,7 +165,7 @@ def _grids(ctx: Context, hp: dict) -> dict:
             deep_layers = ds[-1]
             step_deep = deeper[deep_layers].probes[(wd, int(hp["batch_size"]))][0]
             phases["coord"] = phases.get("coord", 0.0) + (
-                int(v.coord_steps) * COORD_BATCH / int(hp["batch_size"])
+                int(v.coord_steps) * int(v.coord_seeds) * COORD_BATCH / int(hp["batch_size"])
                 * sum(step_deep * d / deep_layers for d in depth.coord_depths(ctx)))
     if n_grid and horizon.enabled(cfg) and horizon_branched.enabled(cfg):
         # one branched wsd run per (lr, seed): the trunk and every horizon's cooldown

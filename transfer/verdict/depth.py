@@ -124,7 +124,7 @@ def run_depth_coord(ctx: Context, hp: dict) -> CoordResult:
     return depth_coord_check(family, depths=coord_depths(ctx), width=grid_width(ctx),
                              corpus=ctx.corpus,
                              steps=v.coord_steps, lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed,
-                             max_slope=v.coord_max_slope)
+                             seeds=v.coord_seeds, max_slope=v.coord_max_slope)
 
 
 def validate_depth(ctx: Context, hp: dict, width_study: optuna.Study, *,
