@@ -313,3 +313,10 @@ def test_kv_group_divides_the_heads_at_every_grid_width_the_depth_grid_included(
     assert group == min(2, target)  # width 32's 2 heads
     off = plan_proxies(compose_cfg([f"model={model}", "validation.depth_width=null"]))
     assert off.derived["kv_group"] >= group  # the stages' width alone allows at least as many
+
+
+def test_an_explicit_kv_group_the_depth_grid_cannot_build_is_kept():
+    """proxy.kv_group=4 for Qwen2.5 builds widths 64-256; the depth grid's width 32 (2 heads)
+    then falls back to the stages' width (transfer.verdict.depth.grid_width), as before."""
+    plan = plan_proxies(compose_cfg(["model=qwen2.5-3b", "proxy.kv_group=4"]))
+    assert plan.derived["kv_group"] == 4

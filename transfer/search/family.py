@@ -40,16 +40,18 @@ class ProxyPlan:
         return list(self.grid_widths or (self.width, self.validation_width))
 
 
-def _kv_group(target_ratio: int, explicit: int | None, widths, d_head) -> tuple[int, str]:
-    """Query heads per kv head: `explicit`, or the largest that divides the heads at every one of
-    `widths` (every width the run trains a grid at) and is at most the target's."""
+def _kv_group(target_ratio: int, explicit: int | None, widths, d_head,
+              depth_width: tuple[int, ...] = ()) -> tuple[int, str]:
+    """Query heads per kv head: `explicit` (it must divide the heads at every one of `widths`;
+    a depth grid it cannot build falls back to the stages' width), or the largest that divides
+    the heads at every one of `widths` and `depth_width` and is at most the target's."""
     if explicit is not None:
         for w in widths:
             if (w // d_head) % explicit:
                 raise UserError(f"proxy.kv_group={explicit} does not divide the {w // d_head} heads "
                                 f"of width {w}; use a divisor of {w // d_head} or proxy.kv_group=null")
         return explicit, ""
-    narrowest = min(widths)
+    narrowest = min((*widths, *depth_width))
     heads = narrowest // d_head
     group = max(g for g in range(1, heads + 1) if heads % g == 0 and g <= target_ratio)
     note = "" if group == target_ratio else (
@@ -103,8 +105,8 @@ def plan_proxies(cfg: Config) -> ProxyPlan:
             raise UserError(f"{name}={w} is not divisible by the proxy head dimension {d_head}; "
                             f"use a multiple of {d_head}")
     kv_group, kv_note = _kv_group(m.n_heads // m.n_kv_heads, p.kv_group,
-                                  (width, *widths, base_width, *_depth_grid_width(cfg, d_head)),
-                                  d_head)
+                                  (width, *widths, base_width), d_head,
+                                  _depth_grid_width(cfg, d_head))
     def pick(name, from_target):
         return from_target if getattr(p, name) is None else getattr(p, name)
 
