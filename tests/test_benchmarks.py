@@ -169,3 +169,15 @@ def test_batch_law(tmp_path, capsys):
 def test_batch_law_needs_three_batches_spanning_four_times():
     with pytest.raises(SystemExit):
         bench("batch_law").parse_args(["--batches", "8", "16", "24"])
+
+
+def test_capped_attention(capsys):
+    bench("capped_attention").main(["--repeats", "2", "--shape", "1", "2", "16", "8"])
+    out = capsys.readouterr().out
+    assert "definition: median" in out and "speed-up" in out
+
+
+def test_coord_seeds(capsys):
+    bench("coord_seeds").main(["--models", "llama3.2-3b", "--sp", "--seeds", "2", "--group", "1"])
+    out = capsys.readouterr().out
+    assert "llama3.2-3b mup width: one seed" in out and "llama3.2-3b mup depth" in out
