@@ -123,14 +123,7 @@ def coord_check(family, *, widths: list[int], corpus: Corpus, steps: int = 4, lr
                                 show_progress=False)
         frames.append(df.assign(seed=s))
     df = pd.concat(frames, ignore_index=True)
-    slopes = slopes_at(df, steps)
-    if LOGITS not in slopes:
-        raise ValueError(f"the logits are zero at step {steps} at some width; use steps >= 2 "
-                         "so a zero-initialised readout has been updated")
-    worst = max(abs(s) for s in slopes.values())
-    return CoordResult(df=df, slopes=slopes, max_abs_slope=worst, logits_slope=slopes[LOGITS],
-                       passed=worst <= max_slope, widths=widths, steps=steps,
-                       max_slope=max_slope, seeds=seeds)
+    return _result(df, slopes_at(df, steps), widths, steps, max_slope, seeds, "width")
 
 
 FINAL_RESIDUAL = "final_residual"  # the last block's output: what depth must keep Θ(1)
@@ -159,13 +152,19 @@ def depth_coord_check(family, *, depths: list[int], width: int, corpus: Corpus, 
     df = pd.DataFrame(rows)
     slopes = slopes_at(df.assign(module=df["module"].map(lambda k: "" if k == LOGITS else k)),
                        steps, axis="depth")
+    return _result(df, slopes, depths, steps, max_slope, seeds, "depth")
+
+
+def _result(df, slopes: dict[str, float], sizes: list[int], steps: int, max_slope: float,
+            seeds: int, axis: str) -> CoordResult:
+    """Both checks' verdict: the worst |slope| against `max_slope`; the logits must have one."""
     if LOGITS not in slopes:
-        raise ValueError(f"the logits are zero at step {steps} at some depth; use steps >= 2 "
+        raise ValueError(f"the logits are zero at step {steps} at some {axis}; use steps >= 2 "
                          "so a zero-initialised readout has been updated")
     worst = max(abs(s) for s in slopes.values())
     return CoordResult(df=df, slopes=slopes, max_abs_slope=worst, logits_slope=slopes[LOGITS],
-                       passed=worst <= max_slope, widths=depths, steps=steps,
-                       max_slope=max_slope, axis="depth", seeds=seeds)
+                       passed=worst <= max_slope, widths=sizes, steps=steps,
+                       max_slope=max_slope, axis=axis, seeds=seeds)
 
 
 def _depth_rows(family, depths: list[int], width: int, x, y, steps: int, lr: float,
