@@ -74,10 +74,11 @@ SHAPE = {"model": "3b", "d_head": 16, "kv_group": 2, "ffn_ratio": 2.666667, "seq
          "budget": "default"}
 # --model: the family whose architecture the targets keep, each pinned to what its proxies derive
 # at width 64 (so the emitting sweeps reuse `python -m transfer.sweep model=<name>`'s trials).
-# Qwen2.5 3B: ffn 11008 / 2048, 8 query heads per kv head, which 4 proxy heads reduce to 4;
-# the target trains as Qwen2ForCausalLM (hf/config.json is a Qwen2Config: q/k/v biases).
+# Qwen2.5 3B: ffn 11008 / 2048, 8 query heads per kv head, which the proxies reduce to 2 (the
+# depth grid's width 32 has 2 heads: transfer.search.family._kv_group); the target trains as
+# Qwen2ForCausalLM (hf/config.json is a Qwen2Config: q/k/v biases).
 MODEL_SHAPES = {"3b": SHAPE,
-                "qwen2.5-3b": dict(SHAPE, model="qwen2.5-3b", kv_group=4, ffn_ratio=5.375)}
+                "qwen2.5-3b": dict(SHAPE, model="qwen2.5-3b", kv_group=2, ffn_ratio=5.375)}
 SMOKE_TARGETS = {"width": {"d_model": 128, "n_layers": 1}}
 SMOKE_SHAPE = {"model": "tiny", "d_head": 8, "kv_group": 2, "ffn_ratio": 4, "seq_len": 32,
                "budget": "smoke"}
