@@ -14,6 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers_sweep import compose_cfg
+
+from transfer.search.family import plan_proxies
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -181,3 +184,14 @@ def test_coord_seeds(capsys):
     bench("coord_seeds").main(["--models", "llama3.2-3b", "--sp", "--seeds", "2", "--group", "1"])
     out = capsys.readouterr().out
     assert "llama3.2-3b mup width: one seed" in out and "llama3.2-3b mup depth" in out
+
+
+@pytest.mark.parametrize("model", ["3b", "qwen2.5-3b"])
+def test_target_check_pins_the_shape_the_family_derives(model):
+    """target_check's pinned proxy fields are what `model=<name>` derives, so its emitting
+    sweeps share the main run's fingerprint and reuse its archived trials (a stale kv_group
+    re-ran a whole sweep)."""
+    shape = bench("target_check").MODEL_SHAPES[model]
+    derived = plan_proxies(compose_cfg([f"model={model}", f"budget={shape['budget']}"])).derived
+    for key in ("kv_group", "ffn_ratio", "d_head", "seq_len"):
+        assert derived[key] == pytest.approx(shape[key]), key
