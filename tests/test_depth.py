@@ -239,3 +239,63 @@ def test_the_depth_grid_is_skipped_once_the_width_curves_reject_the_transfer():
     assert checks.width_rejects(c, hp, moving_width_study(0.0)) is None
     assert checks._skipped(c, hp, checks.DEPTH, moving_width_study(0.0)) is None
     assert checks._skipped(c, hp, checks.HORIZON, moving_width_study(-1.0)) is None
+
+
+def test_a_depth_curve_too_flat_for_its_noise_gets_a_seed_round_and_is_judged_again(monkeypatch):
+    """The depth grid whole, bracketed and short only of curvature S/N at 8 layers (the
+    synthetic grid of tests/test_rounds.py): one more seed is queued at every point of that
+    curve, with its seed number after the grid's, within the grid's own seconds; the round is
+    recorded, the next look is judged at its stricter confidence, and with the round trained
+    nothing more is queued."""
+    from test_rounds import XS, DeepGrid
+
+    from transfer.verdict.rounds import look_confidence
+
+    c = ctx(points=7, step_log2=0.5, max_extend=2, depth=8, depth_width=16, depth_seeds=3,
+            max_extra_seconds=1000.0)
+    ax = depth.axis(c)
+    assert ax.limits is not None and ax.max_seeds == 3 * (1 + 4 * 2)
+    # the price of a trial, not what is measured here: 10 s a layer
+    monkeypatch.setattr(axis_grid, "predict_seconds",
+                        lambda cx, hp, w: 10.0 * cx.proxies.family.n_layers)
+    g = DeepGrid(28)
+    dists = {"log2_lr": optuna.distributions.FloatDistribution(-10.0, -4.0),
+             "n_layers": optuna.distributions.CategoricalDistribution(list(ax.values)),
+             "seed": optuna.distributions.CategoricalDistribution(list(range(ax.max_seeds)))}
+
+    def grid_study(seeds: dict[int, int], choices: int = ax.max_seeds) -> optuna.Study:
+        dists["seed"] = optuna.distributions.CategoricalDistribution(list(range(choices)))
+        study = optuna.create_study()
+        for d, n in seeds.items():
+            for x, ys in g.curves[d]:
+                for s in range(n):
+                    study.add_trial(optuna.trial.create_trial(
+                        params={"log2_lr": x, "n_layers": d, "seed": s}, distributions=dists,
+                        value=float(ys[s]), user_attrs={"seconds": 10.0 * d}))
+        return study
+
+    hp = {"lr": 2.0 ** -7}
+    # a grid made before seed rounds (its seeds' choices the grid's 3: Optuna fixes them in a
+    # study) is resumed without one
+    assert axis_grid.add_seed_round(c, ax, grid_study({2: 3, 4: 3, 8: 3}, 3), -7.0, hp) == []
+    study = grid_study({2: 3, 4: 3, 8: 3})
+    # one seed at 8 layers is 7 points × 80 s on one worker: over a budget of 500 s, no round
+    tight = ctx(points=7, step_log2=0.5, max_extend=2, depth=8, depth_width=16, depth_seeds=3,
+                max_extra_seconds=500.0)
+    assert axis_grid.add_seed_round(tight, ax, study, -7.0, hp) == []
+    line = axis_grid.add_seed_round(c, ax, study, -7.0, hp)
+    assert isinstance(line, str) and "n_layers 8" in line and "snr" in line
+    waiting = [t.system_attrs["fixed_params"] for t in study.get_trials(deepcopy=False)
+               if t.state == TrialState.WAITING]
+    assert sorted((p["n_layers"], p["seed"]) for p in waiting) == [(8, 3)] * len(XS)
+    r = study.user_attrs["seed_round_1"]
+    assert r["n_layers"] == [8] and r["seeds_added"] == 1 and r["predicted_seconds"] == 560.0
+    # the round trained: the same grid with a fourth seed at 8 layers
+    g.add(8, 1)
+    trained = grid_study({2: 3, 4: 3, 8: 4})
+    trained.set_user_attr("seed_round_1", r)
+    assert axis_grid.looks_taken(c, trained) == 2
+    v = judge(depth.curves(trained, ax.values), None, -7.0, ax.limits(2), None)
+    assert v.confidence == pytest.approx(look_confidence(0.9, 2))
+    assert v.curvature_snr >= 3 and v.outcome == "passed", v.reasons
+    assert axis_grid.add_seed_round(c, ax, trained, -7.0, hp) == []

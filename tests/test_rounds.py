@@ -95,3 +95,106 @@ def test_more_seeds_where_they_decide_reach_a_verdict():
     assert v.outcome == PASSED, v.reasons
     assert looks > 1 and v.confidence == pytest.approx(look_confidence(0.9, looks))
     assert math.isfinite(v.drift_log2) and abs(v.drift_log2) < 0.5
+
+
+class DeepGrid:
+    """The depth grid's shape: a curve per depth (2, 4, 8), each fitted alone, 3 seeds, a
+    curvature near the noise (the default run's width-32 grid: S/N 3-5); seeds can be added to
+    one curve later."""
+
+    def __init__(self, rng_seed: int, noise: float = 0.03, seeds: int = 3):
+        self.rng, self.noise = np.random.default_rng(rng_seed), noise
+        self.curves = {L: [(x, []) for x in XS] for L in (2, 4, 8)}
+        for L in self.curves:
+            self.add(L, seeds)
+
+    def add(self, depth: int, seeds: int) -> None:
+        offsets = self.rng.normal(0, 0.02, seeds)
+        for x, ys in self.curves[depth]:
+            d = x + 7.0
+            base = 2.2 - 0.03 * math.log2(depth) + 0.03 * (1.5 if d > 0 else 1.0) * d * d
+            ys.extend(base + offsets + self.rng.normal(0, self.noise, seeds))
+
+    def seeds(self) -> dict[int, int]:
+        return {L: len(c[0][1]) for L, c in self.curves.items()}
+
+
+def depth_limits(looks: int = 1) -> Limits:
+    return Limits(axis="depth", judge_drift=False, shared_shape=False, min_trajectory_widths=3,
+                  confidence=look_confidence(0.9, looks))
+
+
+DEEP_COST = {2: 10.0, 4: 20.0, 8: 40.0}
+
+
+def test_a_curvature_snr_under_its_limit_is_what_more_seeds_decide():
+    """Only the 8-layer curve's S/N (2.6) is short: the verdict says more data decides, and
+    the cheapest round that is predicted to lift it (S/N ∝ √seeds) is one seed there."""
+    g = DeepGrid(28)
+    v = judge(g.curves, None, -7.0, depth_limits(), COORD_OK)
+    assert v.outcome == INCONCLUSIVE and v.straddling == ["snr"] and v.more_data_decides
+    assert set(v.curvature_snr_by) == {2, 4, 8}
+    assert v.curvature_snr == pytest.approx(min(v.curvature_snr_by.values()))
+    assert min(v.curvature_snr_by, key=v.curvature_snr_by.get) == 8 and v.curvature_snr < 3
+    plan = plan_round(v, base_confidence=0.9, looks=1, seeds=g.seeds(), add=1,
+                      seconds_per_seed=DEEP_COST, left=1e4, max_multiple=12)
+    assert plan == ((8,), 1)
+    # a budget under one seed at 8 layers plans nothing
+    assert plan_round(v, base_confidence=0.9, looks=1, seeds=g.seeds(), add=1,
+                      seconds_per_seed=DEEP_COST, left=39.0, max_multiple=12) is None
+
+
+def test_seeds_added_to_one_curve_narrow_that_curves_noise_alone():
+    """Each depth's curve is fitted alone with its seed mean's σ from its own seeds: seeds at
+    8 layers lift its S/N about as √seeds predicts, and leave the others' near where they
+    were (only the pooled per-seed noise is re-estimated)."""
+    g = DeepGrid(28)
+    before = judge(g.curves, None, -7.0, depth_limits(), COORD_OK).curvature_snr_by
+    g.add(8, 9)
+    after = judge(g.curves, None, -7.0, depth_limits(), COORD_OK).curvature_snr_by
+    assert after[8] > 1.5 * before[8]
+    assert all(abs(after[L] / before[L] - 1) < 0.15 for L in (2, 4))
+
+
+def test_more_seeds_where_the_curvature_is_short_reach_a_verdict():
+    """The depth grid's loop on curves too flat for their noise at 3 seeds: each round adds
+    seeds to the cheapest curves predicted to reach S/N 3, judged again at the next look;
+    two short curves get seeds together, and both grids pass."""
+    for rng_seed, first in ((28, (8,)), (8, (2, 8))):
+        g, looks = DeepGrid(rng_seed), 1
+        v = judge(g.curves, None, -7.0, depth_limits(), COORD_OK)
+        assert v.straddling == ["snr"]
+        plans = []
+        while v.more_data_decides and looks <= 2:
+            plan = plan_round(v, base_confidence=0.9, looks=looks, seeds=g.seeds(), add=1,
+                              seconds_per_seed=DEEP_COST, left=1e4, max_multiple=12)
+            assert plan is not None
+            plans.append(plan)
+            for L in plan[0]:
+                g.add(L, plan[1])
+            looks += 1
+            v = judge(g.curves, None, -7.0, depth_limits(looks), COORD_OK)
+        assert plans[0][0] == first
+        assert v.outcome == PASSED, v.reasons
+        assert v.confidence == pytest.approx(look_confidence(0.9, looks))
+
+
+def test_a_curvature_too_short_for_the_most_seeds_plans_nothing():
+    """S/N 1.3 needs (3 / 1.3)² ≈ 5× the seeds; 12 more than 3 give √5: no round, inconclusive
+    it stays."""
+    g = DeepGrid(23)
+    v = judge(g.curves, None, -7.0, depth_limits(), COORD_OK)
+    assert v.curvature_snr < 1.35 and v.more_data_decides
+    assert plan_round(v, base_confidence=0.9, looks=1, seeds=g.seeds(), add=1,
+                      seconds_per_seed=DEEP_COST, left=1e9, max_multiple=12) is None
+
+
+def test_a_shared_curvature_grows_only_as_its_fewest_seeds_do():
+    """Across width the curvature is shared and its σ is the seed mean's at the fewest seeds:
+    a short S/N (2.7) is lifted only by seeds at every width, though one width is cheaper."""
+    g = Grid(noise=0.09, rng_seed=3)
+    v = judge(g.curves, None, -7.0, Limits(), COORD_OK)
+    assert v.curvature_snr_by == {} and v.straddling == ["snr"] and v.curvature_snr < 3
+    plan = plan_round(v, base_confidence=0.9, looks=1, seeds={64: 2, 256: 2}, add=2,
+                      seconds_per_seed={64: 60.0, 256: 400.0}, left=1e6)
+    assert plan == ((64, 256), 2)

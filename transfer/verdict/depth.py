@@ -32,6 +32,7 @@ from transfer.verdict.trajectory import MODEL_FORMS, MODELS, coefficients, model
 from transfer.verdict.width import (
     curves_from,
     limits_from,
+    looks_taken,
     open_grid_study,
 )
 
@@ -87,10 +88,21 @@ def axis(ctx: Context) -> Axis:
     """The depth grid: L0 (the stages' depth; copied from the width grid at the stages' width)
     and the deeper ones, at `grid_width`."""
     ds, w = depths(ctx), grid_width(ctx)
+    target = target_depth(ctx)
     return Axis(stage=STAGE, study=DEPTH_STUDY, param="n_layers", values=ds,
                 copied=ds[0] if w == ctx.proxies.width else None,
                 contexts={d: at_depth(ctx, d) for d in ds}, width=w, seeds=grid_seeds(ctx),
-                in_hparams=True)
+                in_hparams=True, limits=lambda looks: depth_limits(ctx, target, looks),
+                rounds=int(ctx.cfg.validation.max_rounds))
+
+
+def target_depth(ctx: Context) -> int | None:
+    """The target's depth (`model.n_layers`) where the run has a target; None for a custom
+    model's check (no target width either)."""
+    if ctx.proxies.target_width is None:
+        return None
+    n = getattr(getattr(ctx.cfg, "model", None), "n_layers", None)
+    return int(n) if n else None
 
 
 def open_depth_study(ctx: Context) -> optuna.Study:
@@ -104,7 +116,8 @@ def curves(study: optuna.Study, ds: tuple[int, ...]) -> dict:
 
 def run_depth_grid(ctx: Context, hp: dict, width_study: optuna.Study) -> optuna.Study:
     """Train this worker's share of the depth grid (`transfer.verdict.axis_grid`), extending it until
-    both depths' optima are bracketed or `validation.max_extend` is reached."""
+    every depth's optimum is bracketed or `validation.max_extend` is reached, then adding seeds
+    where only they decide the verdict (`axis_grid.add_seed_round`)."""
     return run_axis_grid(ctx, hp, width_study, axis(ctx))
 
 
@@ -139,17 +152,19 @@ def validate_depth(ctx: Context, hp: dict, width_study: optuna.Study, *,
         res = run_depth_coord(ctx, hp)
         coord = res.to_dict()
         study.set_user_attr("coord_check", coord)
-    limits = depth_limits(ctx, target_depth)
+    limits = depth_limits(ctx, target_depth, looks_taken(ctx, study))
     verdict = judge(curves(study, depths(ctx)), None, round(math.log2(float(hp["lr"])), 6),
                     limits, coord)
     return verdict, res
 
 
-def depth_limits(ctx: Context, target_depth: int | None) -> Limits:
+def depth_limits(ctx: Context, target_depth: int | None, looks: int = 1) -> Limits:
     """The width check's limits, read along depth: the drift and gap from L0 to the deepest
     proxy are reported, not judged (the optimum may move with depth); the trajectory to the
-    target's depth is, with its depth models (three depths to tell them apart)."""
-    return dataclasses.replace(limits_from(ctx.cfg.validation, target_width=target_depth),
+    target's depth is, with its depth models (three depths to tell them apart). The `looks`-th
+    look (after seed rounds) is judged at a stricter confidence (`rounds.look_confidence`)."""
+    return dataclasses.replace(limits_from(ctx.cfg.validation, target_width=target_depth,
+                                           looks=looks),
                                axis="depth", judge_drift=False, min_trajectory_widths=3,
                                shared_shape=False,
                                trajectory_model=model_for(ctx.cfg.proxy.parametrization))
@@ -159,14 +174,14 @@ def joint_estimate(ctx: Context, width: Verdict, deep: Verdict, *, target_width:
                    target_depth: int) -> Joint | None:
     """The lr at the target's width and depth at once (`transfer.verdict.joint`): each grid's
     fit as its verdict made it, their shared curve's bootstrap noise drawn once for both, at the
-    width verdict's confidence (its look's), with the width and depth models the verdicts
-    emit. None when the width verdict has no trajectory or a curve cannot be fitted."""
+    stricter of the two verdicts' confidences (each its last look's: seed rounds make it
+    stricter), with the width and depth models the verdicts emit. None when the width verdict has no trajectory or a curve cannot be fitted."""
     if not width.trajectory or len(deep.widths) < 2:
         return None
     limits = depth_limits(ctx, target_depth)
     return joint(width.curves, deep.curves, target_width=target_width, target_depth=target_depth,
                  width_model=width.trajectory["model"], depth_model=limits.trajectory_model,
-                 confidence=width.confidence, n_boot=limits.n_boot, boot_seed=limits.boot_seed,
+                 confidence=max(width.confidence, deep.confidence), n_boot=limits.n_boot, boot_seed=limits.boot_seed,
                  window=limits.fit_window, scale=limits.interval_scale,
                  depth_shared_shape=limits.shared_shape, depth_width=grid_width(ctx))
 

@@ -25,7 +25,6 @@ Plain numpy: no Optuna, no config.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -34,8 +33,8 @@ import numpy as np
 from transfer.verdict.curves import mean_curve
 from transfer.verdict.shared_curvature import (
     fit_window,
-    interaction_noise,
     interval,
+    seed_mean_floor,
     separate_statistics,
     statistics,
 )
@@ -89,9 +88,7 @@ def _fit(curves: Mapping[int, Mapping], *, window: int, n_boot: int, boot_seed: 
            for k in keys}
     if any(len(win[k]) < 3 for k in keys):
         return None
-    n_seeds = min((len(ls) for k in keys for _, ls in raw[k]), default=0)
-    pure, dof = interaction_noise(table, keys)
-    floor = pure / math.sqrt(n_seeds) if dof > 0 else None
+    floor, dof = seed_mean_floor(table, keys, per_curve=not shared_shape)
     fit = statistics if shared_shape else separate_statistics
     return fit(table, win, keys, floor, dof, float(table[keys[0]]["log2_lr"][0]),
                confidence=confidence, n_boot=n_boot, boot_seed=boot_seed, shared_z=shared_z)

@@ -32,6 +32,7 @@ from transfer.verdict.curves import Curves, bracket, mean_curve
 from transfer.verdict.shared_curvature import (
     fit_window,
     interaction_noise,
+    seed_mean_floor,
     separate_statistics,
     statistics,
 )
@@ -102,6 +103,8 @@ class Verdict:
     curvature_se: float
     curvature_snr: float
     min_curvature_snr: float
+    # each curve's own S/N where each has its own curvature (depth); empty where one is shared
+    curvature_snr_by: dict
     optimum_log2_lr: float  # the emitted optimum: at the target width (the trajectory's
     # estimate) when one is asked for, else the mean of the widths' vertices
     optimum_ci: list[float]
@@ -114,8 +117,8 @@ class Verdict:
     inconclusive_because: list[str] = field(default_factory=list)
     decide_with: str | None = None
     fit: dict = field(default_factory=dict)  # the curve model, its asymmetry, the calibration
-    more_data_decides: bool = False  # inconclusive only on intervals straddling their limits
-    straddling: list[str] = field(default_factory=list)  # drift, gap, target: which ones
+    more_data_decides: bool = False  # inconclusive only on what more seeds can decide
+    straddling: list[str] = field(default_factory=list)  # drift, gap, target, snr: which ones
     best_log2_lr_ci: dict = field(default_factory=dict)  # width -> each vertex's interval
 
     @property
@@ -129,7 +132,7 @@ class Verdict:
     def to_dict(self) -> dict:
         d = asdict(self)
         for k in ("curves", "best_log2_lr", "best_loss", "bracketed", "edge_hit",
-                  "best_log2_lr_ci"):
+                  "best_log2_lr_ci", "curvature_snr_by"):
             d[k] = {str(w): v for w, v in d[k].items()}
         d["passed"] = self.passed
         d["reasons"] = self.reasons
@@ -197,9 +200,7 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
                    f"{limits.coord_max_slope})")
     octaves = math.log2(w1 / w0)
     pure, pure_dof = interaction_noise(table, widths)
-    floor = pure / math.sqrt(n_seeds) if pure_dof > 0 else None
-    if noise is not None:
-        floor = max(floor or 0.0, float(noise))
+    floor, _ = seed_mean_floor(table, widths, per_curve=not limits.shared_shape, noise=noise)
     fit = statistics if limits.shared_shape else separate_statistics
     stats = fit(table, win, widths, floor, pure_dof, tuned, confidence=limits.confidence,
                        n_boot=limits.n_boot, boot_seed=limits.boot_seed) if all(
@@ -250,8 +251,9 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
         extrap.update(target_width=limits.target_width, target_octaves=t_oct,
                       extrapolated_octaves=math.log2(limits.target_width / w1))
     outcome = REJECTED if rej else INCONCLUSIVE if unk else PASSED
-    # Only intervals straddling their limits stand between this run and a verdict: more seeds
-    # where they narrow those intervals most can decide it (transfer.verdict.width's rounds).
+    # Only intervals straddling their limits, or a curvature S/N under its limit, stand between
+    # this run and a verdict: more seeds where they narrow those intervals most can decide it
+    # (transfer.verdict.rounds, planned by the width and depth grids).
     more_data_decides = outcome == INCONCLUSIVE and set(unk) <= set(straddle.values())
     if outcome == PASSED and not limits.can_pass:
         unk.append("this budget is a plumbing check (too few seeds, points and tokens): it never "
@@ -267,7 +269,9 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
         loss_gap_at_tuned=stats["gap_tuned"], max_gap=limits.max_gap,
         wider_minus_narrow=stats["level"], wider_minus_narrow_ci=stats["level_ci"],
         curvature=stats["a"], curvature_se=stats["a_se"], curvature_snr=stats["snr"],
-        min_curvature_snr=limits.min_curvature_snr, optimum_log2_lr=stats["opt"],
+        min_curvature_snr=limits.min_curvature_snr,
+        curvature_snr_by={w: float(x) for w, x in (stats.get("snr_by") or {}).items()},
+        optimum_log2_lr=stats["opt"],
         optimum_ci=stats["opt_ci"],
         noise={"seed_std": seed_std, "interaction_std": pure, "interaction_dof": pure_dof,
                "point_sigma": stats["sigma"], "point_sigma_dof": stats["dof"],
@@ -316,6 +320,8 @@ def _rules(st: dict, bracketed: dict, table: dict, widths: list[int], limits: Li
         unk.append(f"the curves are too flat for their noise: curvature {st['a']:.4f} ± "
                    f"{st['a_se']:.4f} per octave² (signal-to-noise {st['snr']:.1f}, needs "
                    f"≥ {limits.min_curvature_snr:g}); the lr barely matters at this budget")
+        if st["snr"] > 0 and math.isfinite(st["snr"]):  # a curvature more seeds can resolve
+            straddle["snr"] = unk[-1]
     unbracketed = [w for w in widths if not bracketed[w]]
     for w in unbracketed:
         xs, ys = np.array(table[w]["log2_lr"]), np.array(table[w]["loss"])

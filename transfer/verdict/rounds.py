@@ -1,28 +1,33 @@
 """Measure more where it decides: which widths get more seeds, and the looks' confidence.
 
 When a grid is whole and bracketed and the verdict is inconclusive only because intervals
-straddle their limits (`Verdict.more_data_decides`), more seeds at every point of some widths
-narrow them. Seeds, not points: every point of a width is trained with the same seeds, so a
-seed's level offset cancels in the vertex only when it is at every point (`shared_curvature`).
+straddle their limits, or because a curvature S/N is under its limit
+(`Verdict.more_data_decides`), more seeds at every point of some widths (or depths: the depth
+grid's curves, `transfer.verdict.axis_grid`) narrow them. Seeds, not points: every point of a
+width is trained with the same seeds, so a seed's level offset cancels in the vertex only when
+it is at every point (`shared_curvature`).
 `add` more seeds at a width that has s scale its vertex's variance by s / (s + add); each
 width's vertex moves the straddling quantities by a known weight: −1, +1 at the narrowest and
 widest for the drift (and the gap, which follows it), the emitted trajectory model's
 prediction weights for the optimum at the target.
 
-A round is planned only where it is predicted to decide: the cheapest set of widths (one
-width, or all of them) and number of seeds (`validation.seeds` or a multiple of it) whose
-extra seeds, within the seconds left, shrink every straddling interval enough to fall inside
-its limit or wholly outside it — at the next look's stricter confidence. The k-th look is judged at 1 − α/k (α = 1 − `validation.confidence`; Bonferroni
-over the looks taken), so a run that looks again does not get more chances at a false verdict
-for free; `benchmarks/validator_power.py --rounds` measures the false-pass rate with the rounds
+A round is planned only where it is predicted to decide: the cheapest set of widths (any of
+them) and number of seeds (`validation.seeds` or a multiple of it) whose extra seeds, within
+the seconds left, shrink every straddling interval enough to fall inside
+its limit or wholly outside it — at the next look's stricter confidence — and lift a short
+curvature S/N to its limit (S/N grows as √seeds). The k-th look is judged at 1 − α/k (α = 1 −
+`validation.confidence`; Bonferroni over the looks taken), so a run that looks again does not
+get more chances at a false verdict for free; `benchmarks/validator_power.py --rounds` measures the false-pass rate with the rounds
 (docs/verdict.md). The prediction assumes the estimates stay where they are; the next look
 judges what was measured.
 
-Pure numpy: the width grid (`transfer.verdict.width`) trains what this chooses.
+Pure numpy: the width grid (`transfer.verdict.width`) and the depth grid
+(`transfer.verdict.axis_grid`) train what this chooses.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
@@ -51,13 +56,16 @@ def _straddling(v: Verdict) -> list[tuple[str, float, list[float], dict]]:
     edges = {w0: -1.0, w1: 1.0}
     out = []
     for name in v.straddling:
+        if name == "snr":  # not an interval: `_snr_after`
+            continue
         if name == "drift":
             out.append((name, v.drift_log2, list(v.drift_ci), edges))
         elif name == "gap":
             out.append((name, v.loss_gap, list(v.loss_gap_ci), edges))
         else:  # the optimum at the target
             t = v.trajectory
-            c = trajectory_weights(t["model"], t["widths"], t["target_width"])
+            c = trajectory_weights(t["model"], t["widths"], t["target_width"],
+                                   t.get("axis", "width"))
             out.append((name, t["estimate"], list(t["interval"]),
                         {w: float(x) for w, x in zip(t["widths"], c)}))
     return out
@@ -73,27 +81,43 @@ def _decides(name: str, est: float, ci: Sequence[float], shrink: float, v: Verdi
     return max(est - lo, hi - est) <= tol
 
 
+def _snr_after(v: Verdict, seeds: Mapping[int, int], added: Mapping[int, int]) -> float:
+    """The curvature S/N predicted once `added[w]` more seeds train at every point of curve w:
+    each curve's own (`Verdict.curvature_snr_by`, its σ from its own seeds) scaled by
+    √(seeds after / before), the least of them; a shared curvature's σ is the seed mean's at
+    the fewest seeds, so it grows only as the fewest do."""
+    if v.curvature_snr_by:
+        return min(s * math.sqrt((seeds[w] + added.get(w, 0)) / seeds[w])
+                   for w, s in v.curvature_snr_by.items())
+    before = min(seeds[w] for w in v.widths)
+    after = min(seeds[w] + added.get(w, 0) for w in v.widths)
+    return v.curvature_snr * math.sqrt(after / before)
+
+
 def plan_round(v: Verdict, *, base_confidence: float, looks: int, seeds: Mapping[int, int],
                add: int, seconds_per_seed: Mapping[int, float], left: float,
                max_multiple: int = MAX_MULTIPLE) -> tuple[tuple[int, ...], int] | None:
-    """The cheapest (widths, seeds to add at each): one width or all of them, `add` seeds or a
+    """The cheapest (widths, seeds to add at each): any set of the widths, `add` seeds or a
     multiple of it up to `max_multiple` × — such that every straddling interval, shrunk by the
-    variance the seeds remove and widened to the next look's confidence, decides; None when
-    nothing that fits in `left` seconds (`seconds_per_seed[w]`: one more seed at every point
-    of width w) would, or nothing straddles."""
+    variance the seeds remove and widened to the next look's confidence, decides, and a
+    curvature S/N under its limit (`"snr"` in `Verdict.straddling`) is predicted to reach it
+    (`_snr_after`); None when nothing that fits in `left` seconds (`seconds_per_seed[w]`: one
+    more seed at every point of width w) would, or nothing straddles."""
     quantities = _straddling(v)
+    snr = "snr" in v.straddling
     half = {w: (v.best_log2_lr_ci[w][1] - v.best_log2_lr_ci[w][0]) / 2 for w in v.widths}
-    if not quantities or not all(math.isfinite(h) for h in half.values()):
+    if not (quantities or snr) or not all(math.isfinite(h) for h in half.values()):
         return None
     widen = _z(look_confidence(base_confidence, looks + 1)) / _z(v.confidence)
-    sets = [(w,) for w in v.widths] + [tuple(v.widths)]
+    sets = [ws for k in range(1, len(v.widths) + 1)
+            for ws in itertools.combinations(v.widths, k)]
     options = sorted(((ws, add * m) for ws in sets for m in range(1, max_multiple + 1)),
                      key=lambda o: o[1] * sum(seconds_per_seed[w] for w in o[0]))
     for ws, n in options:
         if n * sum(seconds_per_seed[w] for w in ws) > left:
             continue
         keep = {w: seeds[w] / (seeds[w] + n) if w in ws else 1.0 for w in v.widths}
-        ok = True
+        ok = not snr or _snr_after(v, seeds, dict.fromkeys(ws, n)) >= v.min_curvature_snr
         for name, est, ci, c in quantities:
             now = sum(c.get(w, 0.0) ** 2 * half[w] ** 2 for w in v.widths)
             new = sum(c.get(w, 0.0) ** 2 * half[w] ** 2 * keep[w] for w in v.widths)

@@ -218,6 +218,23 @@ def interaction_noise(table: dict, widths: Sequence[int]) -> tuple[float, int]:
     return (math.sqrt(ss / dof), dof) if dof else (math.nan, 0)
 
 
+def seed_mean_floor(table: dict, widths: Sequence[int], *, per_curve: bool,
+                    noise: float | None = None) -> tuple[float | dict | None, int]:
+    """(the floor of the seed-mean curve's point σ, its degrees of freedom): the seeds'
+    interaction noise (`interaction_noise`) over √(seeds at every point), at least `noise`.
+    `per_curve` (curves fitted alone, `separate_statistics`): each curve's over its own seeds,
+    a dict — a seed round adds seeds to some curves only (`transfer.verdict.rounds`); else one
+    value, over the fewest seeds of any point. None where the seeds measure no noise."""
+    pure, dof = interaction_noise(table, widths)
+    seeds = {w: min((len(r) for r in table[w]["losses"]), default=0) for w in widths}
+    fewest = min(seeds.values(), default=0)
+    if dof <= 0 or fewest < 1:
+        return (float(noise) if noise is not None else None), dof
+    if per_curve:
+        return {w: max(pure / math.sqrt(seeds[w]), float(noise or 0.0)) for w in widths}, dof
+    return max(pure / math.sqrt(fewest), float(noise or 0.0)), dof
+
+
 def statistics(table: dict, win: dict, widths: list[int], noise: float | None, noise_dof: int,
                tuned: float, *, confidence: float, n_boot: int, boot_seed: int,
                ratios: Sequence[float] = RATIOS,
@@ -297,7 +314,8 @@ def statistics(table: dict, win: dict, widths: list[int], noise: float | None, n
                 z={k: Z[i] for i, k in enumerate(point_keys)})
 
 
-def separate_statistics(table: dict, win: dict, widths: list[int], noise: float | None,
+def separate_statistics(table: dict, win: dict, widths: list[int],
+                        noise: float | Mapping[int, float] | None,
                         noise_dof: int, tuned: float, *, confidence: float, n_boot: int,
                         boot_seed: int, ratios: Sequence[float] = RATIOS,
                         shared_z: Mapping[tuple, np.ndarray] | None = None) -> dict:
@@ -308,8 +326,10 @@ def separate_statistics(table: dict, win: dict, widths: list[int], noise: float 
     2 on the main run), and one shared r moved the 2-layer optimum 0.3 octave (docs/depth.md).
     Drift and level compare the first curve with the last draw by draw; the gap is the last
     curve's, at its own curvature and asymmetry, of the first curve's optimum; the curvature S/N
-    the least of the curves'."""
-    per = {w: statistics({w: table[w]}, {w: win[w]}, [w], noise, noise_dof, tuned,
+    the least of the curves' (each one's in `snr_by`). `noise` may be per curve: the seed
+    mean's σ of a curve with more seeds than the others (a seed round's) is its own."""
+    floors = noise if isinstance(noise, Mapping) else dict.fromkeys(widths, noise)
+    per = {w: statistics({w: table[w]}, {w: win[w]}, [w], floors[w], noise_dof, tuned,
                          confidence=confidence, n_boot=n_boot, boot_seed=boot_seed + i,
                          ratios=ratios, shared_z=shared_z)
            for i, w in enumerate(widths)}
@@ -342,6 +362,7 @@ def separate_statistics(table: dict, win: dict, widths: list[int], noise: float 
         vertex_draws=vd, best_draws=bd, asymmetry=last["asymmetry"],
         asymmetry_ci=last["asymmetry_ci"],
         asymmetry_by_curve={w: per[w]["asymmetry"] for w in widths},
+        snr_by={w: float(per[w]["snr"]) for w in widths},
         z={k: z for w in widths for k, z in per[w]["z"].items()})
 
 
