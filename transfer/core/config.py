@@ -192,10 +192,11 @@ class ValidationConf:
     min_curvature_snr: float = 3.0  # curvature / its standard error; flat curves never pass
     confidence: float = 0.90  # of the drift, gap and optimum intervals (two-sided)
     # Measuring more where it decides (docs/verdict.md, "More seeds where they decide"): when
-    # only intervals straddling their limits keep the grid from a verdict, one more seed at
-    # every point of the width where it narrows them most per second, round by round, each
-    # look judged at a stricter confidence. 0 s: never.
-    max_extra_seconds: float = 0.0  # predicted grid seconds the rounds may add, in all
+    # only intervals straddling their limits, or a curvature S/N under its limit, keep a grid
+    # (width, depth) from a verdict, more seeds at every point of the curves where they decide
+    # it for the fewest seconds, round by round, each look judged at a stricter confidence.
+    # 0 s: never.
+    max_extra_seconds: float = 0.0  # predicted seconds the rounds may add, per grid
     max_rounds: int = 2  # seed rounds at most (each adds one look)
     can_pass: bool = True  # false on budgets too small for a verdict (budget=smoke)
     decide_hint: str = "budget=thorough, or validation.seeds=4"  # printed when inconclusive
