@@ -175,13 +175,15 @@ def joint_estimate(ctx: Context, width: Verdict, deep: Verdict, *, target_width:
     """The lr at the target's width and depth at once (`transfer.verdict.joint`): each grid's
     fit as its verdict made it, their shared curve's bootstrap noise drawn once for both, at the
     stricter of the two verdicts' confidences (each its last look's: seed rounds make it
-    stricter), with the width and depth models the verdicts emit. None when the width verdict has no trajectory or a curve cannot be fitted."""
+    stricter), with the width and depth models the verdicts emit. None when the width verdict
+    has no trajectory or a curve cannot be fitted."""
     if not width.trajectory or len(deep.widths) < 2:
         return None
     limits = depth_limits(ctx, target_depth)
     return joint(width.curves, deep.curves, target_width=target_width, target_depth=target_depth,
                  width_model=width.trajectory["model"], depth_model=limits.trajectory_model,
-                 confidence=max(width.confidence, deep.confidence), n_boot=limits.n_boot, boot_seed=limits.boot_seed,
+                 confidence=max(width.confidence, deep.confidence), n_boot=limits.n_boot,
+                 boot_seed=limits.boot_seed,
                  window=limits.fit_window, scale=limits.interval_scale,
                  depth_shared_shape=limits.shared_shape, depth_width=grid_width(ctx))
 

@@ -13,12 +13,12 @@ prediction weights for the optimum at the target.
 
 A round is planned only where it is predicted to decide: the cheapest set of widths (any of
 them) and number of seeds (`validation.seeds` or a multiple of it) whose extra seeds, within
-the seconds left, shrink every straddling interval enough to fall inside
-its limit or wholly outside it — at the next look's stricter confidence — and lift a short
-curvature S/N to its limit (S/N grows as √seeds). The k-th look is judged at 1 − α/k (α = 1 −
+the seconds left, shrink every straddling interval enough to fall inside its limit or wholly
+outside it — at the next look's stricter confidence — and lift a short curvature S/N to its
+limit (S/N grows as √seeds). The k-th look is judged at 1 − α/k (α = 1 −
 `validation.confidence`; Bonferroni over the looks taken), so a run that looks again does not
-get more chances at a false verdict for free; `benchmarks/validator_power.py --rounds` measures the false-pass rate with the rounds
-(docs/verdict.md). The prediction assumes the estimates stay where they are; the next look
+get more chances at a false verdict for free; `benchmarks/validator_power.py --rounds`
+measures the false-pass rate with the rounds (docs/verdict.md). The prediction assumes the estimates stay where they are; the next look
 judges what was measured.
 
 Pure numpy: the width grid (`transfer.verdict.width`) and the depth grid
