@@ -352,7 +352,7 @@ def figure_png(results: list[dict]) -> bytes:
         c = r["curve"]
         ax.plot(c["log2_lr"], c["loss"], "o-", color="C0", label="target's curve (seed mean)")
         lo, hi = r["emitted_interval_log2"]
-        ax.axvspan(lo, hi, color="C1", alpha=0.25, label="emitted 90 %")
+        ax.axvspan(lo, hi, color="C1", alpha=0.25, label="emitted interval (its look)")
         ax.axvline(r["emitted_log2"], color="C1", label="emitted lr")
         olo, ohi = r["target_optimum_ci"]
         y = min(v for v in c["loss"] if math.isfinite(v))
