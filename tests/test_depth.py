@@ -250,6 +250,7 @@ def test_a_depth_curve_too_flat_for_its_noise_gets_a_seed_round_and_is_judged_ag
     from test_rounds import XS, DeepGrid
 
     from transfer.verdict.rounds import look_confidence
+    from transfer.verdict.width import looks_taken
 
     c = ctx(points=7, step_log2=0.5, max_extend=2, depth=8, depth_width=16, depth_seeds=3,
             max_extra_seconds=1000.0)
@@ -294,7 +295,7 @@ def test_a_depth_curve_too_flat_for_its_noise_gets_a_seed_round_and_is_judged_ag
     g.add(8, 1)
     trained = grid_study({2: 3, 4: 3, 8: 4})
     trained.set_user_attr("seed_round_1", r)
-    assert axis_grid.looks_taken(c, trained) == 2
+    assert looks_taken(c, trained) == 2
     v = judge(depth.curves(trained, ax.values), None, -7.0, ax.limits(2), None)
     assert v.confidence == pytest.approx(look_confidence(0.9, 2))
     assert v.curvature_snr >= 3 and v.outcome == "passed", v.reasons

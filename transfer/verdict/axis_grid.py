@@ -20,18 +20,19 @@ import optuna
 from optuna.trial import TrialState
 
 from transfer.search import Context, predict_seconds, queued_trials, run_one
-from transfer.search.probe import enqueued_params, measured_ratios
+from transfer.search.probe import measured_ratios
 from transfer.search.progress import Left, makespan
 from transfer.verdict.curves import grid
-from transfer.verdict.judge import Limits, judge
-from transfer.verdict.rounds import MAX_MULTIPLE, look_confidence, plan_round
+from transfer.verdict.judge import Limits
+from transfer.verdict.rounds import MAX_MULTIPLE
 from transfer.verdict.width import (
     curves_from,
     extend_every_curve,
     finished_at_width,
-    looks_taken,
     lr_bounds,
     open_grid_study,
+    queue_seed_round,
+    seed_choices,
     train_grid,
     validation_seed,
 )
@@ -81,7 +82,7 @@ def queue(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Stu
     lo, hi = lr_bounds(center, v)
     dists = {"log2_lr": optuna.distributions.FloatDistribution(lo, hi),
              axis.param: optuna.distributions.CategoricalDistribution(list(axis.values)),
-             "seed": optuna.distributions.CategoricalDistribution(seed_choices(study, axis))}
+             "seed": optuna.distributions.CategoricalDistribution(seed_choices(study, axis.max_seeds))}
     done = finished_at_width(width_study, axis.width) if axis.copied is not None else {}
     for s in range(axis.seeds):
         for x in xs:
@@ -123,7 +124,7 @@ def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
         if not study.get_trials(deepcopy=False):
             queue(ctx, axis, study, width_study, grid(center, v.points, v.step_log2), center)
 
-    choices = seed_choices(study, axis)
+    choices = seed_choices(study, axis.max_seeds)
 
     def run(trial: optuna.Trial) -> None:
         x = trial.suggest_float("log2_lr", lo, hi)
@@ -146,90 +147,29 @@ def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
     return study
 
 
-def seed_choices(study: optuna.Study, axis: Axis) -> list[int]:
-    """The seed indices a grid trial may take: the study's own where it has a trained trial
-    (Optuna fixes a categorical's choices in a study, and a grid made before seed rounds
-    has only `axis.seeds` of them), else `axis.max_seeds`."""
-    for t in study.get_trials(deepcopy=False):
-        d = t.distributions.get("seed")
-        if d is not None:
-            return list(d.choices)
-    return list(range(axis.max_seeds))
-
-
-def seeds_at(study: optuna.Study, axis: Axis) -> dict[int, int]:
-    """Per curve (axis value), how many seeds its points have: the configured ones, plus the
-    rounds'."""
-    seen: dict = {v: set() for v in axis.values}
-    for t in study.get_trials(deepcopy=False):
-        p = enqueued_params(t)
-        if p.get(axis.param) in seen:
-            seen[p[axis.param]].add(int(p["seed"]))
-    return {v: len(s) for v, s in seen.items()}
-
-
-def seed_seconds(ctx: Context, axis: Axis, study: optuna.Study, hp: dict, value: int,
-                 points: int) -> float:
-    """Predicted wall seconds of one more seed at every one of `points` lrs of curve `value`
-    on the workers: its probe scaled as the curve's finished trials ran (measured ÷
-    predicted)."""
+def axis_seconds(ctx: Context, axis: Axis, study: optuna.Study, hp: dict
+                 ) -> Callable[[int, int], float]:
+    """(axis value, trials) → predicted wall seconds of that many more trials of that curve on
+    the workers: its probe scaled as the curve's finished trials ran (measured ÷ predicted),
+    as `width.round_seconds` prices the width grid's."""
     def price(p: Mapping) -> float:
         return predict_seconds(axis.contexts[p[axis.param]], hp, axis.width)
 
     ratio, overall = measured_ratios(study.get_trials(deepcopy=False),
                                      lambda p: p[axis.param], price)
-    one = price({axis.param: value}) * ratio.get(value, overall)
-    return makespan([one] * points, ctx.progress.workers)
+    return lambda value, trials: makespan(
+        [price({axis.param: value}) * ratio.get(value, overall)] * trials, ctx.progress.workers)
 
 
 def add_seed_round(ctx: Context, axis: Axis, study: optuna.Study, center: float, hp: dict
                    ) -> str | list | None:
-    """Under the run lock, once the grid is whole and bracketed: when only what more seeds
-    decide keeps its verdict inconclusive (`Verdict.more_data_decides`: intervals straddling
-    their limits, a curvature S/N under its limit), queue more seeds at every point of the
-    cheapest curves predicted to decide it (`rounds.plan_round`, one seed at a time), within
-    `validation.max_extra_seconds` (this grid's own) and `max_rounds`. Later looks are judged
-    at stricter confidence (`rounds.look_confidence`): the verdict reads `looks_taken`. Returns
-    the line to print; [] when there is nothing to add; None while other workers still train."""
-    v = ctx.cfg.validation
-    if axis.limits is None or v.max_extra_seconds <= 0 or v.max_rounds <= 0:
+    """The axis grid's seed round (`width.queue_seed_round`) where its axis has `limits` (the
+    depth grid): one seed at a time, up to `MAX_MULTIPLE` × `axis.seeds` a round; each later
+    look judged at a stricter confidence (`rounds.look_confidence`: the verdict reads
+    `looks_taken`)."""
+    if axis.limits is None:
         return []
-    with ctx.lock():
-        trials = study.get_trials(deepcopy=False)
-        if any(t.state in (TrialState.WAITING, TrialState.RUNNING) for t in trials):
-            return None
-        done = [k for k in study.user_attrs if k.startswith("seed_round_")]
-        if len(done) >= v.max_rounds:
-            return []
-        looks = looks_taken(ctx, study)
-        cs = curves(study, axis)
-        verdict = judge(cs, None, center, axis.limits(looks), None)
-        if not verdict.more_data_decides:
-            return []
-        seeds = seeds_at(study, axis)
-        room = len(seed_choices(study, axis)) - max(seeds.values(), default=0)
-        if room < 1:  # a grid made before seed rounds: no seed index left to add
-            return []
-        per_seed = {n: seed_seconds(ctx, axis, study, hp, n, len(cs[n])) for n in axis.values}
-        spent = sum(r["predicted_seconds"] for k, r in study.user_attrs.items()
-                    if k.startswith("seed_round_"))
-        plan = plan_round(verdict, base_confidence=v.confidence, looks=looks, seeds=seeds,
-                          add=1, seconds_per_seed=per_seed, left=v.max_extra_seconds - spent,
-                          max_multiple=min(MAX_MULTIPLE * axis.seeds, room))
-        if plan is None:
-            return []
-        chosen, n = plan
-        for value in chosen:
-            for s in range(seeds[value], seeds[value] + n):
-                for x, _ in cs[value]:
-                    study.enqueue_trial({"log2_lr": x, axis.param: value, "seed": s})
-        seconds = n * sum(per_seed[value] for value in chosen)
-        study.set_user_attr(f"seed_round_{len(done) + 1}", {
-            axis.param: list(chosen), "seeds_added": n, "predicted_seconds": seconds,
-            "because": verdict.inconclusive_because,
-            "next_look_confidence": look_confidence(v.confidence, looks + 1)})
-    where = ", ".join(str(x) for x in chosen)
-    return (f"{axis.stage}: only what more seeds decide stands between the grid and a verdict "
-            f"({'; '.join(verdict.straddling)}); {n} more seed{'s' if n > 1 else ''} at "
-            f"{axis.param} {where} (~{seconds:.0f} s), judged again at "
-            f"{look_confidence(v.confidence, looks + 1):.1%}")
+    return queue_seed_round(ctx, study, stage=axis.stage, param=axis.param, keys=axis.values,
+                            center=center, limits=axis.limits, add=1,
+                            max_seeds=axis.max_seeds, max_multiple=MAX_MULTIPLE * axis.seeds,
+                            pricing=lambda: axis_seconds(ctx, axis, study, hp))

@@ -140,14 +140,26 @@ def max_seeds(v) -> int:
     return v.seeds * (1 + MAX_MULTIPLE * v.max_rounds)
 
 
-def seeds_at(study: optuna.Study, widths: list[int]) -> dict[int, int]:
-    """Per width, how many seeds its grid has (the configured ones, plus the rounds')."""
-    seen: dict[int, set] = {w: set() for w in widths}
+def seeds_at(study: optuna.Study, keys, param: str = "width") -> dict[int, int]:
+    """Per curve (its `param`: width, or n_layers on the depth grid), how many seeds its points
+    have (the configured ones, plus the rounds')."""
+    seen: dict[int, set] = {k: set() for k in keys}
     for t in study.get_trials(deepcopy=False):
         p = enqueued_params(t)
-        if p.get("width") in seen:
-            seen[p["width"]].add(int(p["seed"]))
-    return {w: len(s) for w, s in seen.items()}
+        if p.get(param) in seen:
+            seen[p[param]].add(int(p["seed"]))
+    return {k: len(s) for k, s in seen.items()}
+
+
+def seed_choices(study: optuna.Study, default: int) -> list[int]:
+    """The seed indices a grid trial may take: the study's own where it has a trained trial
+    (Optuna fixes a categorical's choices in a study, and a grid made before its seed rounds
+    has fewer), else range(`default`)."""
+    for t in study.get_trials(deepcopy=False):
+        d = t.distributions.get("seed")
+        if d is not None:
+            return list(d.choices)
+    return list(range(default))
 
 
 def looks_taken(ctx: Context, study: optuna.Study) -> int:
@@ -167,15 +179,35 @@ def round_seconds(ctx: Context, study: optuna.Study, hp: dict) -> Callable[[int,
 
 def add_seed_round(ctx: Context, study: optuna.Study, center: float, hp: dict
                    ) -> str | list | None:
-    """Under the run lock, once the grid is whole and bracketed: when only intervals that
-    straddle their limits keep it from a verdict (`Verdict.more_data_decides`), queue
-    `validation.seeds` more seeds at every point of the cheapest widths predicted to decide it
-    (`rounds.plan_round`), within `validation.max_extra_seconds` and `max_rounds`. Returns the
-    line to print; [] when there is nothing to add; None while other workers still train."""
+    """The width grid's seed round (`queue_seed_round`): `validation.seeds` more seeds, or a
+    multiple of it, at every point of the cheapest widths predicted to decide the verdict."""
+    v = ctx.cfg.validation
+    return queue_seed_round(
+        ctx, study, stage="validation", param="width", keys=ctx.proxies.widths(),
+        center=center, add=v.seeds, max_seeds=max_seeds(v),
+        limits=lambda looks: limits_from(v, target_width=ctx.proxies.target_width,
+                                         parametrization=ctx.cfg.proxy.parametrization,
+                                         looks=looks),
+        pricing=lambda: round_seconds(ctx, study, hp))
+
+
+def queue_seed_round(ctx: Context, study: optuna.Study, *, stage: str, param: str, keys,
+                     center: float, limits: Callable[[int], Limits], add: int,
+                     max_seeds: int, pricing: Callable[[], Callable[[int, int], float]],
+                     max_multiple: int = MAX_MULTIPLE) -> str | list | None:
+    """Under the run lock, once a grid (the width grid's, the depth grid's: curves keyed by
+    `param`) is whole and bracketed: when only what more seeds decide keeps it from a verdict
+    (`Verdict.more_data_decides`: intervals straddling their limits, a curvature S/N under its
+    limit; judged at `limits(looks)`), queue `add` more seeds, or a multiple of it up to
+    `max_multiple` ×, at every point of the cheapest curves predicted to decide it
+    (`rounds.plan_round`), within `validation.max_extra_seconds` (this grid's own) and
+    `max_rounds`, and within the study's seed choices (`seed_choices`, `max_seeds` for a new
+    one). `pricing()` gives (key, trials) → predicted wall seconds, asked only when a round is
+    planned. Returns the line to print; [] when there is nothing to add; None while other
+    workers still train."""
     v = ctx.cfg.validation
     if v.max_extra_seconds <= 0 or v.max_rounds <= 0:
         return []
-    widths = ctx.proxies.widths()
     with ctx.lock():
         trials = study.get_trials(deepcopy=False)
         if any(t.state in (TrialState.WAITING, TrialState.RUNNING) for t in trials):
@@ -184,36 +216,38 @@ def add_seed_round(ctx: Context, study: optuna.Study, center: float, hp: dict
         if len(done) >= v.max_rounds:
             return []
         looks = looks_taken(ctx, study)
-        curves = curves_from(study, widths)
-        verdict = judge(curves, None, center, limits_from(
-            v, target_width=ctx.proxies.target_width,
-            parametrization=ctx.cfg.proxy.parametrization, looks=looks), None)
+        curves = curves_from(study, keys, axis=param)
+        verdict = judge(curves, None, center, limits(looks), None)
         if not verdict.more_data_decides:
             return []
-        seeds = seeds_at(study, widths)
-        cost = round_seconds(ctx, study, hp)
-        per_seed = {w: cost(w, len(curves[w])) for w in widths}
+        seeds = seeds_at(study, keys, param)
+        room = len(seed_choices(study, max_seeds)) - max(seeds.values(), default=0)
+        if room < add:  # a grid made before its seed rounds: no seed index left to add
+            return []
+        cost = pricing()
+        per_seed = {k: cost(k, len(curves[k])) for k in keys}
         spent = sum(r["predicted_seconds"] for k, r in study.user_attrs.items()
                     if k.startswith("seed_round_"))
         plan = plan_round(verdict, base_confidence=v.confidence, looks=looks, seeds=seeds,
-                          add=v.seeds, seconds_per_seed=per_seed,
-                          left=v.max_extra_seconds - spent)
+                          add=add, seconds_per_seed=per_seed, left=v.max_extra_seconds - spent,
+                          max_multiple=min(max_multiple, room // add))
         if plan is None:
             return []
         chosen, n = plan
-        for w in chosen:
-            for s in range(seeds[w], seeds[w] + n):
-                for x, _ in curves[w]:
-                    study.enqueue_trial({"log2_lr": x, "width": w, "seed": s})
-        seconds = n * sum(per_seed[w] for w in chosen)
+        for k in chosen:
+            for s in range(seeds[k], seeds[k] + n):
+                for x, _ in curves[k]:
+                    study.enqueue_trial({"log2_lr": x, param: k, "seed": s})
+        seconds = n * sum(per_seed[k] for k in chosen)
         study.set_user_attr(f"seed_round_{len(done) + 1}", {
-            "widths": list(chosen), "seeds_added": n, "predicted_seconds": seconds,
+            param: list(chosen), "seeds_added": n, "predicted_seconds": seconds,
             "because": verdict.inconclusive_because,
             "next_look_confidence": look_confidence(v.confidence, looks + 1)})
-    where = ", ".join(str(w) for w in chosen)
-    return (f"validation: only intervals straddling their limits stand between the grid and a "
-            f"verdict; {n} more seeds at width {where} (~{seconds:.0f} s), judged again "
-            f"at {look_confidence(v.confidence, looks + 1):.1%}")
+    where = ", ".join(str(k) for k in chosen)
+    return (f"{stage}: only what more seeds decide stands between the grid and a verdict "
+            f"({'; '.join(verdict.straddling)}); {n} more seed{'s' if n > 1 else ''} at "
+            f"{param} {where} (~{seconds:.0f} s), judged again at "
+            f"{look_confidence(v.confidence, looks + 1):.1%}")
 
 
 def extension_rounds(ctx: Context, study: optuna.Study | None, center: float
