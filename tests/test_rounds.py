@@ -198,3 +198,83 @@ def test_a_shared_curvature_grows_only_as_its_fewest_seeds_do():
     plan = plan_round(v, base_confidence=0.9, looks=1, seeds={64: 2, 256: 2}, add=2,
                       seconds_per_seed={64: 60.0, 256: 400.0}, left=1e6)
     assert plan == ((64, 256), 2)
+
+
+def test_the_width_grid_queues_its_seed_round_records_it_and_is_judged_again(monkeypatch):
+    """The width grid whole (`width.add_seed_round` on a real study): a straddling μP grid at
+    2 seeds gets `validation.seeds` more seeds, or a multiple, at every point of the widths the
+    plan chose, numbered after the grid's; the round is recorded under `width`, the next look
+    is judged at its stricter confidence, and with `max_rounds` reached nothing more is queued."""
+    import contextlib
+
+    import optuna
+    from optuna.trial import TrialState
+
+    from proxies import TransformerFamily
+    from transfer.core.config import Config, ProxyConf, ValidationConf
+    from transfer.search import Context
+    from transfer.search.family import ProxyPlan
+    from transfer.search.progress import makespan
+    from transfer.verdict import width
+    from transfer.verdict.width import judge_study, looks_taken
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+    def make_ctx(**v) -> Context:
+        cfg = Config(validation=ValidationConf(**{"points": 7, "step_log2": 0.5, "seeds": 2,
+                                                  "max_extra_seconds": 20000.0, **v}),
+                     proxy=ProxyConf(seed=0))
+        fam = TransformerFamily(n_layers=2, d_head=8, seq_len=32, base_width=32)
+        return Context(cfg=cfg, proxies=ProxyPlan(fam, 64, 256, 32, {}, grid_widths=(64, 256)),
+                       corpus=None, storage=None, lock=contextlib.nullcontext, run_name="r")
+
+    # the price of a trial, not what is measured here: 60 s at width 64, 400 s at 256
+    monkeypatch.setattr(width, "predict_seconds", lambda cx, hp, w: {64: 60.0, 256: 400.0}[w])
+    g, v = straddling()
+    dist = {"log2_lr": optuna.distributions.FloatDistribution(-10.0, -4.0),
+            "width": optuna.distributions.CategoricalDistribution([64, 256])}
+
+    def grid_study(record: dict | None = None) -> optuna.Study:
+        dist["seed"] = optuna.distributions.CategoricalDistribution(
+            list(range(width.max_seeds(make_ctx().cfg.validation))))
+        study = optuna.create_study()
+        for w, curve in g.curves.items():
+            for x, ys in curve:
+                for s, y in enumerate(ys):
+                    study.add_trial(optuna.trial.create_trial(
+                        params={"log2_lr": x, "width": w, "seed": s}, distributions=dist,
+                        value=float(y), user_attrs={"seconds": {64: 60.0, 256: 400.0}[w]}))
+        if record is not None:
+            study.set_user_attr("seed_round_1", record)
+        return study
+
+    c, hp = make_ctx(), {"lr": 2.0 ** -7}
+    study = grid_study()
+    assert judge_study(c, study, 2.0 ** -7, COORD_OK).more_data_decides
+    # nothing fits a budget under one seed's price at the cheapest width: no round
+    assert width.add_seed_round(make_ctx(max_extra_seconds=50.0), study, -7.0, hp) == []
+    line = width.add_seed_round(c, study, -7.0, hp)
+    assert isinstance(line, str) and "drift" in line and "judged again at 95.0%" in line
+    r = study.user_attrs["seed_round_1"]
+    chosen, n = r["width"], r["seeds_added"]
+    assert set(chosen) <= {64, 256} and n >= 2 and n % 2 == 0
+    waiting = [t.system_attrs["fixed_params"] for t in study.get_trials(deepcopy=False)
+               if t.state == TrialState.WAITING]
+    assert sorted((p["width"], p["seed"], p["log2_lr"]) for p in waiting) == sorted(
+        (w, s, x) for w in chosen for s in range(2, 2 + n) for x in XS)
+    # its price: n seeds × 7 points at each chosen width, on the run's workers
+    per_point = {64: 60.0, 256: 400.0}
+    assert r["predicted_seconds"] == pytest.approx(n * sum(
+        makespan([per_point[w]] * 7, c.progress.workers) for w in chosen))
+    assert r["predicted_seconds"] <= c.cfg.validation.max_extra_seconds
+    # while they train, nothing is judged and nothing more is queued
+    assert width.add_seed_round(c, study, -7.0, hp) is None
+    # the round trained: the next look passes at 95 %, and the last round allowed is spent
+    for w in chosen:
+        g.add(w, n)
+    trained = grid_study(r)
+    assert looks_taken(c, trained) == 2
+    again = judge_study(c, trained, 2.0 ** -7, COORD_OK)
+    assert again.confidence == pytest.approx(look_confidence(0.9, 2))
+    assert again.outcome == PASSED, again.reasons
+    assert width.add_seed_round(make_ctx(max_rounds=1), trained, -7.0, hp) == []
