@@ -102,6 +102,21 @@ def test_grids_price_each_width_and_the_short_horizon():
                         ext * (_trial(ctx, w0) + _trial(ctx, w1) + _trial(ctx, w0, short)))
 
 
+def test_seed_rounds_are_priced_at_their_cap_beside_the_prediction_not_in_it():
+    """Whether a seed round runs depends on the verdict: the prediction holds none, and the
+    printed line names the most they can add, max_extra_seconds for each grid that runs them."""
+    base = ["validation.points=3", "validation.seeds=2", "validation.max_extra_seconds=300"]
+    pred = predict.predict_run(_ctx(base))
+    assert pred["seed_round_cap_seconds"] == 300.0  # the width grid only
+    assert "up to 5m00s more if seed rounds run" in predict.line(pred, {"startup": 1.0})
+    without = predict.predict_run(_ctx([*base[:2], "validation.max_extra_seconds=0"]))
+    assert without["seed_round_cap_seconds"] == 0.0
+    assert math.isclose(without["seconds"], pred["seconds"])
+    assert "seed rounds" not in predict.line(without, {"startup": 1.0})
+    no_rounds = predict.predict_run(_ctx([*base, "validation.max_rounds=0"]))
+    assert no_rounds["seed_round_cap_seconds"] == 0.0
+
+
 def test_cost_json_records_prediction_and_phases(tmp_path):
     code = sweep(compose_cfg([*TINY, f"archive_dir={tmp_path}/sweeps", "validation.points=3",
                               "validation.seeds=1", "validation.max_extend=0"]))
@@ -114,6 +129,8 @@ def test_cost_json_records_prediction_and_phases(tmp_path):
     assert math.isclose(c["prediction_error"], total / c["measured_seconds"] - 1)
     assert math.isclose(sum(c["phases"].values()), c["measured_seconds"], rel_tol=1e-3)
     assert c["prediction"]["extension_cap_seconds"] == 0  # validation.max_extend=0
+    # the tiny budget runs no seed rounds (validation.max_extra_seconds=0)
+    assert c["prediction"]["seed_round_cap_seconds"] == 0
     after = c["prediction"]["after_stages"]  # the grids priced again at the stages' winners
     assert set(after["phases"]) >= {"validation", "coord", "finalize"}
     assert 0 < after["elapsed_seconds"] < c["measured_seconds"]

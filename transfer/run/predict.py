@@ -24,7 +24,10 @@ doubling, so its widest curve grows); the ETA conditions them on each curve once
 Not predictable before training and so not in the prediction: growth beyond that (the depth
 and horizon grids' included) and trials stopped by divergence. `extension_cap_seconds` is the
 most the extensions can add (every grid extended `max_extend` steps on both sides at every
-width), printed beside the prediction; cost.json's
+width), printed beside the prediction; `seed_round_cap_seconds` the most the seed rounds can add
+(`validation.max_extra_seconds` of predicted wall seconds for each grid that runs them: the
+width grid's and the depth grid's; whether a round runs depends on the verdict, so the
+prediction holds none of it); cost.json's
 `trial_timing` says afterwards how many trials each phase ran and how their measured seconds
 compared with their probes' (`transfer.run.assemble`), which separates the two kinds of miss.
 """
@@ -96,9 +99,11 @@ def predict_run(ctx: Context) -> dict:
             "phases": phases, "stages": stage_seconds, "trial_seconds": grids["trial_seconds"],
             "extension_cap_seconds": grids["extension_cap_seconds"],
             "extension_expected_seconds": grids["extension_expected_seconds"],
+            "seed_round_cap_seconds": grids["seed_round_cap_seconds"],
             "not_predicted": "grid points added at an edge beyond the parametrization's "
                              "expected optimum (validation.max_extend; at most "
-                             "extension_cap_seconds), divergence, the stages' batch-size winner "
+                             "extension_cap_seconds), seed rounds (at most "
+                             "seed_round_cap_seconds), divergence, the stages' batch-size winner "
                              "(the grids are priced at train.batch_size until `after_stages`)"}
 
 
@@ -110,7 +115,8 @@ def after_stages(ctx: Context, hp: dict, elapsed: float) -> dict:
     rest = sum(grids["phases"].values())
     return {"phases": grids["phases"], "trial_seconds": grids["trial_seconds"],
             "extension_cap_seconds": grids["extension_cap_seconds"],
-            "extension_expected_seconds": grids["extension_expected_seconds"], "seconds": rest,
+            "extension_expected_seconds": grids["extension_expected_seconds"],
+            "seed_round_cap_seconds": grids["seed_round_cap_seconds"], "seconds": rest,
             "elapsed_seconds": elapsed, "total_seconds": elapsed + rest,
             "batch_size": int(hp["batch_size"])}
 
@@ -190,7 +196,13 @@ def _grids(ctx: Context, hp: dict) -> dict:
         if k in phases:
             phases[k] /= _workers(cfg)
     phases["finalize"] = FINALIZE_SECONDS
+    # each grid that runs seed rounds may add up to its own max_extra_seconds (wall seconds:
+    # `width.queue_seed_round` prices a round on the workers)
+    round_grids = [k for k in ("validation", "depth") if k in phases]
+    rounds_cap = (float(v.max_extra_seconds) * len(round_grids)
+                  if v.max_extra_seconds > 0 and v.max_rounds > 0 else 0.0)
     return {"phases": phases, "trial_seconds": trial_seconds, "flops": flops,
+            "seed_round_cap_seconds": rounds_cap,
             "extension_cap_seconds": extension / _workers(cfg),
             "extension_expected_seconds": expected / _workers(cfg)}
 
@@ -224,11 +236,17 @@ def line(pred: dict, spent: dict[str, float]) -> str:
     done = ", ".join(f"{k} {_fmt(s)}" for k, s in spent.items())
     ext = pred.get("extension_cap_seconds") or 0.0
     more = f"; up to {_fmt(ext)} more if the grids extend to their cap" if ext else ""
+    more += _rounds_part(pred)
     return f"predicted {_fmt(pred['seconds'])} from here ({parts}{more}); spent so far: {done}"
+
+
+def _rounds_part(pred: dict) -> str:
+    cap = pred.get("seed_round_cap_seconds") or 0.0
+    return f"; up to {_fmt(cap)} more if seed rounds run" if cap else ""
 
 
 def after_line(after: dict) -> str:
     """The printed re-prediction once the stages are done."""
     parts = ", ".join(f"{k} {_fmt(s)}" for k, s in after["phases"].items())
     return (f"stages done (batch {after['batch_size']}): predicted {_fmt(after['seconds'])} "
-            f"more ({parts}), {_fmt(after['total_seconds'])} in all")
+            f"more ({parts}{_rounds_part(after)}), {_fmt(after['total_seconds'])} in all")
