@@ -195,3 +195,20 @@ def test_target_check_pins_the_shape_the_family_derives(model):
     derived = plan_proxies(compose_cfg([f"model={model}", f"budget={shape['budget']}"])).derived
     for key in ("kv_group", "ffn_ratio", "d_head", "seq_len"):
         assert derived[key] == pytest.approx(shape[key]), key
+
+
+def test_step_speed(capsys):
+    """The eager step against bf16 autocast on the tiny preset's proxy (compile is the slow
+    test's: its first step compiles)."""
+    assert bench("step_speed").main(["--model", "tiny", "--shapes", "32x2", "--steps", "2",
+                                     "--repeats", "1", "--variants", "eager", "bf16"]) == 0
+    out = capsys.readouterr().out
+    assert "| 32x2 | eager |" in out and "| 1.00 | +0.00e+00 |" in out and "| 32x2 | bf16 |" in out
+
+
+@pytest.mark.slow
+def test_step_speed_compiled(capsys):
+    assert bench("step_speed").main(["--model", "tiny", "--shapes", "32x2", "--steps", "2",
+                                     "--repeats", "1", "--variants", "eager", "compile"]) == 0
+    row = next(r for r in capsys.readouterr().out.splitlines() if "| compile |" in r)
+    assert row.split("|")[-2].strip() not in ("—", "")  # its payback, in trials or "never"
