@@ -47,8 +47,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         w, _, d = s.partition("x")
         if not (w.isdigit() and d.isdigit()):
             p.error(f"--shapes takes WIDTHxLAYERS, e.g. 64x2; got {s!r}")
-    if args.steps < 2 or args.repeats < 1 or args.threads < 1:
-        p.error(f"need --steps >= 2 and --repeats >= 1, got {args.steps=}, {args.repeats=}")
+    if (args.steps < 2 or args.repeats < 1 or args.threads < 1
+            or (args.batch_size is not None and args.batch_size < 1)):
+        p.error(f"need --steps >= 2, --repeats, --threads and --batch-size >= 1; got "
+                f"{args.steps=}, {args.repeats=}, {args.threads=}, {args.batch_size=}")
     return args
 
 
