@@ -3,14 +3,24 @@ widths get more seeds, and a straddling grid that more seeds decide, on syntheti
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
+import optuna
 import pytest
+from optuna.trial import TrialState
 
+from proxies import TransformerFamily
+from transfer.core.config import Config, ProxyConf, ValidationConf
+from transfer.search import Context
+from transfer.search.family import ProxyPlan
+from transfer.search.progress import makespan
+from transfer.verdict import width
 from transfer.verdict.curves import grid
 from transfer.verdict.judge import INCONCLUSIVE, PASSED, Limits, judge
 from transfer.verdict.rounds import look_confidence, plan_round
+from transfer.verdict.width import judge_study, looks_taken
 
 COORD_OK = {"passed": True, "max_abs_slope": 0.1}
 XS = grid(-7.0, 7, 0.5)
@@ -205,19 +215,6 @@ def test_the_width_grid_queues_its_seed_round_records_it_and_is_judged_again(mon
     2 seeds gets `validation.seeds` more seeds, or a multiple, at every point of the widths the
     plan chose, numbered after the grid's; the round is recorded under `width`, the next look
     is judged at its stricter confidence, and with `max_rounds` reached nothing more is queued."""
-    import contextlib
-
-    import optuna
-    from optuna.trial import TrialState
-
-    from proxies import TransformerFamily
-    from transfer.core.config import Config, ProxyConf, ValidationConf
-    from transfer.search import Context
-    from transfer.search.family import ProxyPlan
-    from transfer.search.progress import makespan
-    from transfer.verdict import width
-    from transfer.verdict.width import judge_study, looks_taken
-
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
     def make_ctx(**v) -> Context:

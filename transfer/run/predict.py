@@ -42,7 +42,12 @@ from transfer.search import Context, default_hparams, n_finished, open_study, pr
 from transfer.search.stages import expected_trial_seconds
 from transfer.verdict import depth, horizon, horizon_branched
 from transfer.verdict.coord import COORD_BATCH
-from transfer.verdict.width import coord_widths, extension_rounds, open_validation_study
+from transfer.verdict.width import (
+    coord_widths,
+    extension_rounds,
+    open_validation_study,
+    seed_rounds_on,
+)
 
 FINALIZE_SECONDS = 4.0  # fits, 4-6 PNGs, report, target.yaml, hf/: 2-5 s on 2 CPU cores here
 
@@ -199,8 +204,7 @@ def _grids(ctx: Context, hp: dict) -> dict:
     # each grid that runs seed rounds may add up to its own max_extra_seconds (wall seconds:
     # `width.queue_seed_round` prices a round on the workers)
     round_grids = [k for k in ("validation", "depth") if k in phases]
-    rounds_cap = (float(v.max_extra_seconds) * len(round_grids)
-                  if v.max_extra_seconds > 0 and v.max_rounds > 0 else 0.0)
+    rounds_cap = float(v.max_extra_seconds) * len(round_grids) if seed_rounds_on(v) else 0.0
     return {"phases": phases, "trial_seconds": trial_seconds, "flops": flops,
             "seed_round_cap_seconds": rounds_cap,
             "extension_cap_seconds": extension / _workers(cfg),

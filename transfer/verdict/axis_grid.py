@@ -20,12 +20,12 @@ import optuna
 from optuna.trial import TrialState
 
 from transfer.search import Context, predict_seconds, queued_trials, run_one
-from transfer.search.probe import measured_ratios
-from transfer.search.progress import Left, makespan
+from transfer.search.progress import Left
 from transfer.verdict.curves import grid
 from transfer.verdict.judge import Limits
 from transfer.verdict.rounds import MAX_MULTIPLE
 from transfer.verdict.width import (
+    curve_seconds,
     curves_from,
     extend_every_curve,
     finished_at_width,
@@ -82,7 +82,8 @@ def queue(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Stu
     lo, hi = lr_bounds(center, v)
     dists = {"log2_lr": optuna.distributions.FloatDistribution(lo, hi),
              axis.param: optuna.distributions.CategoricalDistribution(list(axis.values)),
-             "seed": optuna.distributions.CategoricalDistribution(seed_choices(study, axis.max_seeds))}
+             "seed": optuna.distributions.CategoricalDistribution(
+                 seed_choices(study, axis.max_seeds))}
     done = finished_at_width(width_study, axis.width) if axis.copied is not None else {}
     for s in range(axis.seeds):
         for x in xs:
@@ -149,16 +150,10 @@ def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
 
 def axis_seconds(ctx: Context, axis: Axis, study: optuna.Study, hp: dict
                  ) -> Callable[[int, int], float]:
-    """(axis value, trials) → predicted wall seconds of that many more trials of that curve on
-    the workers: its probe scaled as the curve's finished trials ran (measured ÷ predicted),
-    as `width.round_seconds` prices the width grid's."""
-    def price(p: Mapping) -> float:
-        return predict_seconds(axis.contexts[p[axis.param]], hp, axis.width)
-
-    ratio, overall = measured_ratios(study.get_trials(deepcopy=False),
-                                     lambda p: p[axis.param], price)
-    return lambda value, trials: makespan(
-        [price({axis.param: value}) * ratio.get(value, overall)] * trials, ctx.progress.workers)
+    """The axis grid's `width.curve_seconds`: (axis value, trials) → predicted wall seconds,
+    each value's probe at its own context."""
+    return curve_seconds(ctx, study, axis.param,
+                         lambda k: predict_seconds(axis.contexts[k], hp, axis.width))
 
 
 def add_seed_round(ctx: Context, axis: Axis, study: optuna.Study, center: float, hp: dict

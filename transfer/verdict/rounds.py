@@ -18,8 +18,8 @@ outside it — at the next look's stricter confidence — and lift a short curva
 limit (S/N grows as √seeds). The k-th look is judged at 1 − α/k (α = 1 −
 `validation.confidence`; Bonferroni over the looks taken), so a run that looks again does not
 get more chances at a false verdict for free; `benchmarks/validator_power.py --rounds`
-measures the false-pass rate with the rounds (docs/verdict.md). The prediction assumes the estimates stay where they are; the next look
-judges what was measured.
+measures the false-pass rate with the rounds (docs/verdict.md). The prediction assumes the
+estimates stay where they are; the next look judges what was measured.
 
 Pure numpy: the width grid (`transfer.verdict.width`) and the depth grid
 (`transfer.verdict.axis_grid`) train what this chooses.

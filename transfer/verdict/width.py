@@ -167,14 +167,26 @@ def looks_taken(ctx: Context, study: optuna.Study) -> int:
     return 1 + sum(k.startswith("seed_round_") for k in study.user_attrs)
 
 
+def curve_seconds(ctx: Context, study: optuna.Study, param: str, price: Callable[[int], float]
+                  ) -> Callable[[int, int], float]:
+    """(curve key, trials) → predicted wall seconds of that many more trials of the curve whose
+    `param` is that key (width; n_layers on the depth grid) on the workers: `price(key)`, its
+    probe, scaled as the curve's finished trials ran (measured ÷ predicted). What a growth round
+    and a seed round each cost."""
+    ratio, overall = measured_ratios(study.get_trials(deepcopy=False), lambda p: p[param],
+                                     lambda p: price(p[param]))
+    return lambda k, trials: makespan([price(k) * ratio.get(k, overall)] * trials,
+                                      ctx.progress.workers)
+
+
 def round_seconds(ctx: Context, study: optuna.Study, hp: dict) -> Callable[[int, int], float]:
-    """(width, trials) → predicted wall seconds of that many more trials at that width on the
-    workers: its probe scaled as the grid's finished trials ran (measured ÷ predicted). What a
-    growth round and a seed round each cost."""
-    ratio, overall = measured_ratios(study.get_trials(deepcopy=False), lambda p: p["width"],
-                                     lambda p: predict_seconds(ctx, hp, p["width"]))
-    return lambda w, trials: makespan([predict_seconds(ctx, hp, w) * ratio.get(w, overall)]
-                                      * trials, ctx.progress.workers)
+    """The width grid's `curve_seconds`: (width, trials) → predicted wall seconds."""
+    return curve_seconds(ctx, study, "width", lambda w: predict_seconds(ctx, hp, w))
+
+
+def seed_rounds_on(v) -> bool:
+    """Whether a grid may run seed rounds at all (`validation.max_extra_seconds`, `max_rounds`)."""
+    return v.max_extra_seconds > 0 and v.max_rounds > 0
 
 
 def add_seed_round(ctx: Context, study: optuna.Study, center: float, hp: dict
@@ -206,7 +218,7 @@ def queue_seed_round(ctx: Context, study: optuna.Study, *, stage: str, param: st
     planned. Returns the line to print; [] when there is nothing to add; None while other
     workers still train."""
     v = ctx.cfg.validation
-    if v.max_extra_seconds <= 0 or v.max_rounds <= 0:
+    if not seed_rounds_on(v):
         return []
     with ctx.lock():
         trials = study.get_trials(deepcopy=False)
