@@ -12,8 +12,6 @@ import pytest
 
 from transfer.cli.launcher import run_code
 
-pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install 'transfer[slurm]'")
-
 
 def test_the_run_exits_with_the_verdict_of_the_job_that_wrote_it():
     assert run_code([0, 3, 0]) == 3
@@ -33,6 +31,8 @@ def test_bad_input_in_any_job_wins():
 def test_local_workers_multirun_collects_every_job_code(tmp_path):
     """Each job of a multirun returns its code (no sys.exit ending the sweep): two jobs that
     both meet bad input (storage=postgres without a database) each report exit 2."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher",
+                        reason="pip install -e '.[slurm]'")
     env = {k: v for k, v in os.environ.items() if k != "TRANSFER_STORAGE_URL"}
     done = subprocess.run(
         [sys.executable, "-m", "transfer.sweep", "-m", "hydra/launcher=local_workers",

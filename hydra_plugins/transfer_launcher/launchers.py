@@ -2,12 +2,9 @@
 from the `hydra_plugins` package). The code is `transfer.cli.launcher`'s; without the `slurm`
 extra (hydra-submitit-launcher) there is nothing to register."""
 
-try:
-    from transfer.cli import launcher
-except ImportError:  # pip install 'transfer[slurm]'
-    launcher = None
+from transfer.cli import launcher
 
-if launcher is not None:
+if launcher.plugin is not None:  # pip install 'transfer[slurm]'
 
     class SlurmLauncher(launcher.SlurmLauncher):
         """`hydra/launcher=slurm`: one SLURM array task per sweep job."""

@@ -5,6 +5,7 @@ library (and `transfer.core.errors`) is imported."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -52,6 +53,25 @@ def bad_group_option(argv: list[str], conf_dir: Path = CONF_DIR) -> str | None:
     return None
 
 
+# launcher option → (the module it needs, the extra that installs it)
+LAUNCHER_EXTRAS = {"slurm": ("hydra_plugins.hydra_submitit_launcher", "slurm"),
+                   "local_workers": ("hydra_plugins.hydra_submitit_launcher", "slurm")}
+
+
+def missing_extra(argv: list[str]) -> str | None:
+    """One line for `hydra/launcher=<option>` whose plugin is not installed, else None: Hydra
+    would fail composing the plugin's schema, a dozen lines and exit 1."""
+    for a in argv:
+        g, sep, option = a.lstrip("+~").partition("=")
+        if sep and g == "hydra/launcher" and option in LAUNCHER_EXTRAS:
+            module, extra = LAUNCHER_EXTRAS[option]
+            if importlib.util.find_spec(module) is None:
+                return (f"hydra/launcher={option} needs the [{extra}] extra "
+                        f"(hydra-submitit-launcher), not installed here: pip install -e "
+                        f"'.[{extra}]' in a checkout, or pip install 'transfer[{extra}]'")
+    return None
+
+
 def answer_without_hydra(prog: str, summary: str, exits: str, argv: list[str]) -> None:
     """Exit here for what needs no Hydra: `--help` (0, the help on stdout) and a misspelt group
     option (2, one line on stderr); return otherwise, for Hydra to compose the config."""
@@ -61,7 +81,7 @@ def answer_without_hydra(prog: str, summary: str, exits: str, argv: list[str]) -
         except BrokenPipeError:  # `--help | head`: the reader left; say nothing more
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
-    if (bad := bad_group_option(argv)) is not None:
+    if (bad := bad_group_option(argv) or missing_extra(argv)) is not None:
         print(bad, file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)
 

@@ -22,10 +22,15 @@ from typing import Any
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
-from hydra_plugins.hydra_submitit_launcher import submitit_launcher as plugin
 from omegaconf import OmegaConf
 
 from transfer.core.errors import EXIT_USER_ERROR
+
+try:  # the `slurm` extra: without it this module still imports (run_code, the waits); only
+    # the launcher classes need the plugin, and the CLI refuses `hydra/launcher=slurm` first
+    from hydra_plugins.hydra_submitit_launcher import submitit_launcher as plugin
+except ImportError:
+    plugin = None
 
 POLL_S = 2.0  # between two looks at the queue
 RESULT_GRACE_S = 15.0  # a shared filesystem may show a job's result file after the job ended
@@ -157,9 +162,10 @@ class _WaitAll:
                 if k not in ("submitit_folder", "max_num_timeout")}
 
 
-class SlurmLauncher(_WaitAll, plugin.SlurmLauncher):
-    """One SLURM array task per sweep job (`conf/hydra/launcher/slurm.yaml`)."""
+if plugin is not None:
 
+    class SlurmLauncher(_WaitAll, plugin.SlurmLauncher):
+        """One SLURM array task per sweep job (`conf/hydra/launcher/slurm.yaml`)."""
 
-class LocalLauncher(_WaitAll, plugin.LocalLauncher):
-    """The same jobs as processes on this machine (`conf/hydra/launcher/local_workers.yaml`)."""
+    class LocalLauncher(_WaitAll, plugin.LocalLauncher):
+        """The same jobs as processes on this machine (`conf/hydra/launcher/local_workers.yaml`)."""
