@@ -24,7 +24,8 @@ def test_groups_and_defaults_are_read_off_conf():
     (["model=3b", "budget=smoke", "proxy.width=32", "train.tokens=100"], None),
     (["+model=3b"], None),
 ])
-def test_bad_group_option(argv, bad):
+def test_bad_group_option(argv, bad, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no ./conf: the packaged options alone
     got = bad_group_option(argv)
     assert (got is None) if bad is None else got.startswith(bad)
 

@@ -20,14 +20,26 @@ def wants_help(argv: list[str]) -> bool:
     return any(a in HELP_FLAGS for a in argv)
 
 
-def groups(conf_dir: Path = CONF_DIR) -> dict[str, list[str]]:
-    """Config group → its options (file stems), e.g. {"model": ["1b", "3b", ...]}."""
-    out = {}
-    for d in sorted(p for p in conf_dir.rglob("*") if p.is_dir()):
-        options = sorted(f.stem for f in d.glob("*.yaml"))
-        if options:
-            out[d.relative_to(conf_dir).as_posix()] = options
-    return out
+USER_CONF = "conf"  # a team's own presets, beside the command (hydra_plugins/transfer_conf)
+
+
+def conf_dirs() -> list[Path]:
+    """Where Hydra finds group options: the packaged conf/, then ./conf where it exists."""
+    user = Path.cwd() / USER_CONF
+    return [CONF_DIR] + ([user] if user.is_dir() and user.resolve() != CONF_DIR else [])
+
+
+def groups(dirs: list[Path] | Path | None = None) -> dict[str, list[str]]:
+    """Config group → its options (file stems) over `dirs` (default: `conf_dirs()`), e.g.
+    {"model": ["1b", "3b", ..., "ours"]}."""
+    dirs = conf_dirs() if dirs is None else [dirs] if isinstance(dirs, Path) else dirs
+    found: dict[str, set[str]] = {}
+    for conf_dir in dirs:
+        for d in (p for p in conf_dir.rglob("*") if p.is_dir()):
+            options = {f.stem for f in d.glob("*.yaml")}
+            if options:
+                found.setdefault(d.relative_to(conf_dir).as_posix(), set()).update(options)
+    return {g: sorted(found[g]) for g in sorted(found)}
 
 
 def defaults(conf_dir: Path = CONF_DIR) -> dict[str, str]:
@@ -41,10 +53,10 @@ def defaults(conf_dir: Path = CONF_DIR) -> dict[str, str]:
     return out
 
 
-def bad_group_option(argv: list[str], conf_dir: Path = CONF_DIR) -> str | None:
+def bad_group_option(argv: list[str], dirs: list[Path] | Path | None = None) -> str | None:
     """One line for `group=option` with an option conf/ does not have (Hydra's own message is
     a dozen lines and exit 1), else None."""
-    known = groups(conf_dir)
+    known = groups(dirs)
     for a in argv:
         g, sep, option = a.lstrip("+~").partition("=")
         if sep and g in known and option and option not in known[g] and "/" not in option:

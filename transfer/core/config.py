@@ -344,9 +344,53 @@ def _check_space(stage: str, name: str, p: ParamConf) -> None:
         _fail(f"{where}: log scale needs low > 0, got {p.low}")
 
 
+# The target's sizes: name → (smallest, largest) a real model has room for. Vocabulary: 2 tokens
+# at least; 2^24 is 64× Gemma 3's 262k, the largest published one.
+MODEL_SIZES = {"d_model": (1, 2**20), "n_layers": (1, 2**12), "n_heads": (1, 2**12),
+               "n_kv_heads": (1, 2**12), "d_ff": (1, 2**22), "vocab_size": (2, 2**24),
+               "seq_len": (1, 2**24), "d_head": (1, 2**14)}
+# optional positive reals (None: the feature is off)
+MODEL_POSITIVE = ("attn_softcap", "logit_softcap", "query_pre_attn_scalar", "sliding_window")
+
+
+def _is_whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_model(m: ModelConf) -> None:
+    """The target's sizes and shape, before anything divides by them: each size a whole number
+    in its range, heads dividing the width, kv heads dividing the heads, ε and θ positive."""
+    for name, (lo, hi) in MODEL_SIZES.items():
+        v = getattr(m, name)
+        if v is None and name == "d_head":
+            continue
+        if not _is_whole(v) or not lo <= v <= hi:
+            _fail(f"model.{name}={v!r} must be a whole number in [{lo}, {hi}]; fix the target "
+                  "(model.* or its config.json)")
+    if m.n_kv_heads > m.n_heads or m.n_heads % m.n_kv_heads:
+        _fail(f"model.n_heads={m.n_heads} is not divisible by model.n_kv_heads="
+              f"{m.n_kv_heads}; fix the target shape")
+    if m.d_head is None and m.d_model % m.n_heads:
+        _fail(f"model.d_model={m.d_model} is not divisible by model.n_heads={m.n_heads}"
+              "; set model.d_head when the head dimension is not d_model / n_heads")
+    for name in ("rope_theta", "norm_eps"):
+        v = getattr(m, name)
+        if not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+            _fail(f"model.{name}={v!r} must be a positive number")
+    if m.norm_eps >= 1:
+        _fail(f"model.norm_eps={m.norm_eps} must be below 1 (a norm's ε is ~1e-5 or 1e-6)")
+    for name in MODEL_POSITIVE:
+        v = getattr(m, name)
+        if v is not None and (not isinstance(v, int | float) or not math.isfinite(v) or v <= 0):
+            _fail(f"model.{name}={v!r} must be a positive number, or null (off)")
+    if math.isnan(float(m.train_tokens)) or m.train_tokens <= 0:
+        _fail(f"model.train_tokens must be > 0, got {m.train_tokens}")
+
+
 def check_config(cfg: Config) -> None:
     """Everything a user can get wrong that a type cannot catch, one field per message."""
     c = cfg
+    check_model(c.model)
     if c.proxy.parametrization not in ("mup", "sp"):
         _fail(f"proxy.parametrization={c.proxy.parametrization!r}; use mup or sp")
     w, vw = c.proxy.width, validation_width(c.proxy)
@@ -359,12 +403,6 @@ def check_config(cfg: Config) -> None:
         if not w <= g <= vw:
             _fail(f"proxy.grid_widths has {g}, outside proxy.width={w} .. "
                   f"proxy.validation_width={vw}; list widths between the two")
-    if c.model.n_heads % c.model.n_kv_heads:
-        _fail(f"model.n_heads={c.model.n_heads} is not divisible by model.n_kv_heads="
-              f"{c.model.n_kv_heads}; fix the target shape")
-    if c.model.d_head is None and c.model.d_model % c.model.n_heads:
-        _fail(f"model.d_model={c.model.d_model} is not divisible by model.n_heads={c.model.n_heads}"
-              "; set model.d_head when the head dimension is not d_model / n_heads")
     if c.model.family not in FAMILIES:
         _fail(f"model.family={c.model.family!r}; use one of {', '.join(FAMILIES)}")
     if c.model.mlp not in MLPS:
@@ -448,8 +486,6 @@ def check_config(cfg: Config) -> None:
         _fail(f"cost.n_gpus must be >= 1, got {c.cost.n_gpus}")
     if not 0 < c.hardware.utilization <= 1:
         _fail(f"hardware.utilization={c.hardware.utilization} must be in (0, 1]")
-    if math.isnan(float(c.model.train_tokens)) or c.model.train_tokens <= 0:
-        _fail(f"model.train_tokens must be > 0, got {c.model.train_tokens}")
     _check_scaling(c.scaling)
 
 

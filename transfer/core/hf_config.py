@@ -61,18 +61,54 @@ def read_config(path: str | Path) -> dict[str, Any]:
     import json
 
     try:
-        model_type = json.loads(p.read_text(encoding="utf-8")).get("model_type")
+        raw = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise UserError(f"model.config={str(path)!r} is not a JSON config: {e}") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"model.config={str(path)!r} is not a JSON config: its top level is "
+                        f"a {type(raw).__name__}, not an object")
+    model_type = raw.get("model_type")
     if model_type not in SUPPORTED:
         raise UserError(f"model.config={str(path)!r} has model_type {model_type!r}; supported: "
                         f"{', '.join(SUPPORTED)} (or describe the target with model.* fields)")
+    check_sizes(raw, str(path))
     try:
         cfg = transformers.AutoConfig.from_pretrained(str(p), local_files_only=True)
     except (OSError, ValueError, TypeError) as e:
         raise UserError(f"model.config={str(path)!r} could not be read by AutoConfig: "
                         f"{str(e).splitlines()[0]}") from None
     return cfg.to_dict()
+
+
+# config.json's size fields (the text model's, as Llama, Qwen, Gemma and the rest name them) and
+# the least each may be where present; AutoConfig divides by some of them
+SIZE_FIELDS = {"hidden_size": 1, "num_hidden_layers": 1, "num_attention_heads": 1,
+               "num_key_value_heads": 1, "intermediate_size": 1, "vocab_size": 2,
+               "max_position_embeddings": 1, "head_dim": 1}
+
+
+def check_sizes(raw: Mapping[str, Any], path: str) -> None:
+    """Each size field of the config.json a whole number >= 1, heads dividing evenly; a
+    UserError naming the field otherwise (before AutoConfig, which can divide by zero). A
+    multimodal config's sizes are its `text_config`'s."""
+    if isinstance(raw.get("text_config"), Mapping):
+        raw = raw["text_config"]
+    for key, least in SIZE_FIELDS.items():
+        v = raw.get(key)
+        if v is None and key in ("num_key_value_heads", "head_dim"):
+            continue  # optional: AutoConfig's default (the heads; width / heads)
+        if isinstance(v, bool) or not isinstance(v, int) or v < least:
+            raise UserError(f"model.config={path!r}: {key}={v!r} must be a whole number >= "
+                            f"{least}; fix the config.json")
+    heads, kv = raw["num_attention_heads"], raw.get("num_key_value_heads") or \
+        raw["num_attention_heads"]
+    if heads % kv:
+        raise UserError(f"model.config={path!r}: num_attention_heads={heads} is not divisible "
+                        f"by num_key_value_heads={kv}; fix the config.json")
+    if raw.get("head_dim") is None and raw["hidden_size"] % heads:
+        raise UserError(f"model.config={path!r}: hidden_size={raw['hidden_size']} is not "
+                        f"divisible by num_attention_heads={heads} and no head_dim is given; "
+                        "fix the config.json")
 
 
 def _rope(c: Mapping) -> tuple[float, dict | None]:
