@@ -17,17 +17,24 @@ from transfer.core.data import stdlib_corpus
 from transfer.outputs.plots import plot_coord
 from transfer.verdict.coord import (
     FINAL_RESIDUAL,
+    INCONCLUSIVE,
     LOGITS,
+    PASSED,
+    REJECTED,
     coord_check,
+    coord_status,
     depth_coord_check,
     module_kind,
+    slope_interval,
     slopes_at,
 )
+from transfer.verdict.judge import Limits, judge
 
 WIDTHS = [32, 64, 128, 256]
 MAX_SLOPE = 0.25  # |d log2(l1) / d log2(width)|: 0.25 allows ×1.19 per doubling of width
-SP_MIN_LOGITS_SLOPE = 0.5  # SP+Adam at a fixed lr: logits grow ~∝ width (slope ≈ 1)
+SP_MIN_LOGITS_SLOPE = 0.4  # SP+Adam at a fixed lr: logits grow with width (0.49 over seeds 0-3)
 TINY = dict(n_layers=1, d_head=8, seq_len=32, base_width=32)
+SEEDS = 4  # an interval over seeds: one seed's check is inconclusive by construction
 
 
 @pytest.fixture(scope="module")
@@ -38,18 +45,20 @@ def corpus():
 @pytest.fixture(scope="module")
 def mup_result(corpus):
     fam = TransformerFamily(**TINY, parametrization="mup")
-    return coord_check(fam, widths=WIDTHS, corpus=corpus, steps=4, max_slope=MAX_SLOPE)
+    return coord_check(fam, widths=WIDTHS, corpus=corpus, steps=4, max_slope=MAX_SLOPE,
+                       seeds=SEEDS)
 
 
 @pytest.fixture(scope="module")
 def sp_result(corpus):
     fam = TransformerFamily(**TINY, parametrization="sp")
-    return coord_check(fam, widths=WIDTHS, corpus=corpus, steps=4, max_slope=MAX_SLOPE)
+    return coord_check(fam, widths=WIDTHS, corpus=corpus, steps=4, max_slope=MAX_SLOPE,
+                       seeds=SEEDS)
 
 
 def test_mup_activation_sizes_stay_flat_with_width(mup_result):
-    assert mup_result.passed, mup_result.slopes
-    assert mup_result.max_abs_slope <= MAX_SLOPE
+    assert mup_result.passed and mup_result.status == PASSED, mup_result.slopes
+    assert mup_result.max_abs_slope <= mup_result.slope_ci[1] <= MAX_SLOPE
     assert abs(mup_result.logits_slope) <= MAX_SLOPE
 
 
@@ -60,7 +69,8 @@ def test_mup_check_covers_embedding_blocks_and_logits(mup_result):
 
 def test_sp_logits_grow_with_width_at_a_fixed_learning_rate(sp_result):
     assert sp_result.logits_slope >= SP_MIN_LOGITS_SLOPE
-    assert not sp_result.passed
+    assert not sp_result.passed and sp_result.status == REJECTED
+    assert sp_result.slope_ci[0] > MAX_SLOPE  # the whole interval above the limit
 
 
 def test_check_leaves_the_global_rng_untouched(corpus):
@@ -71,9 +81,10 @@ def test_check_leaves_the_global_rng_untouched(corpus):
 
 def test_to_dict_is_json_ready_and_agrees_with_the_fields(mup_result):
     d = json.loads(json.dumps(mup_result.to_dict()))
-    assert set(d) == {"passed", "max_abs_slope", "logits_slope", "slopes", "widths", "steps",
-                      "seeds", "axis"}
-    assert d["widths"] == WIDTHS and d["steps"] == 4 and d["seeds"] == 1
+    assert set(d) == {"passed", "status", "max_abs_slope", "max_abs_slope_ci", "confidence",
+                      "max_slope", "logits_slope", "slopes", "widths", "steps", "seeds", "axis"}
+    assert d["widths"] == WIDTHS and d["steps"] == 4 and d["seeds"] == SEEDS
+    assert d["status"] == PASSED and d["passed"] and d["confidence"] == 0.9
     assert d["max_abs_slope"] == max(abs(s) for s in d["slopes"].values())
 
 
@@ -136,7 +147,8 @@ class _CustomFamily:
 
 
 def test_any_family_with_build_and_shape_fields_can_be_checked(corpus):
-    result = coord_check(_CustomFamily(), widths=[32, 64, 128], corpus=corpus, steps=3)
+    result = coord_check(_CustomFamily(), widths=[32, 64, 128], corpus=corpus, steps=3,
+                         seeds=SEEDS)
     assert {"emb", "hidden", "readout", LOGITS} <= set(result.slopes)
     assert result.passed, result.slopes
 
@@ -148,7 +160,7 @@ DEPTHS = [1, 2, 4, 8]
 def depth_result(corpus, alpha: float):
     fam = TransformerFamily(**TINY, depth_alpha=alpha)
     return depth_coord_check(fam, depths=DEPTHS, width=32, corpus=corpus, steps=4,
-                             max_slope=MAX_SLOPE)
+                             max_slope=MAX_SLOPE, seeds=SEEDS)
 
 
 def test_width_only_mup_grows_the_final_residual_with_depth(corpus):
@@ -197,3 +209,57 @@ def test_depth_check_averages_seeds_too(corpus):
     np.testing.assert_allclose(two.df[two.df["seed"] == 0]["l1"].to_numpy(),
                                one.df["l1"].to_numpy(), rtol=1.3e-6)
     assert two.slopes != one.slopes
+
+
+# ---- the check as a measurement: an interval over seeds, rejecting only above the limit ------
+@pytest.mark.parametrize("ci, status", [
+    ((0.05, 0.20), PASSED), ((0.30, 0.90), REJECTED), ((0.10, 0.40), INCONCLUSIVE),
+    ((0.25, 0.26), INCONCLUSIVE), ((0.0, 0.25), PASSED),
+    ((float("nan"), float("nan")), INCONCLUSIVE)])
+def test_the_status_reads_the_whole_interval(ci, status):
+    assert coord_status(ci, MAX_SLOPE) == status
+
+
+def _records(l1_by_seed: dict[int, dict[int, float]]) -> pd.DataFrame:
+    """get_coord_data-like records: one module ("h") and the logits, at step 2."""
+    return pd.DataFrame([{"seed": s, "width": w, "module": m, "t": 2, "l1": v * k}
+                         for s, by_w in l1_by_seed.items() for w, v in by_w.items()
+                         for m, k in (("h", 1.0), ("", 1.0))])
+
+
+def test_the_interval_spans_the_seeds_spread_and_holds_the_mean_slope():
+    """Four seeds whose slopes are 0.1, 0.2, 0.3, 0.4: the mean curve's slope is inside the
+    interval, which lies within the seeds' range; identical seeds give a zero-width one."""
+    widths = [32, 64, 128, 256]
+    seeds = {i: {w: float(w) ** b for w in widths} for i, b in enumerate([0.1, 0.2, 0.3, 0.4])}
+    df = _records(seeds)
+    lo, hi = slope_interval(df, 2)
+    point = max(abs(v) for v in slopes_at(df, 2).values())
+    assert 0.1 <= lo <= point <= hi <= 0.4 and hi - lo > 0.05
+    same = _records({i: seeds[1] for i in range(4)})
+    np.testing.assert_allclose(slope_interval(same, 2), (0.2, 0.2), atol=1e-9)
+    assert all(np.isnan(slope_interval(_records({0: seeds[0]}), 2)))  # one seed: no interval
+
+
+def _curves(opt: float, widths=(64, 128, 256), seeds=4):
+    """Clean parabolas around `opt` at every width, a little seed noise."""
+    rng = np.random.default_rng(0)
+    xs = opt + np.arange(-3, 3.5, 0.5)
+    return {w: [(float(x), list(3.0 + 0.05 * (x - opt) ** 2 + rng.normal(0, 2e-3, seeds)))
+                for x in xs] for w in widths}
+
+
+@pytest.mark.parametrize("coord, outcome, says", [
+    ({"status": PASSED, "passed": True, "max_abs_slope": 0.1, "max_abs_slope_ci": [0.05, 0.2],
+      "seeds": 8}, "passed", None),
+    ({"status": INCONCLUSIVE, "passed": False, "max_abs_slope": 0.28,
+      "max_abs_slope_ci": [0.12, 0.41], "seeds": 2}, "inconclusive", "straddles the limit"),
+    ({"status": REJECTED, "passed": False, "max_abs_slope": 2.7,
+      "max_abs_slope_ci": [2.4, 3.0], "seeds": 8}, "rejected", "coordinate check failed"),
+    ({"passed": False, "max_abs_slope": 0.9}, "rejected", "coordinate check failed"),  # old
+])
+def test_the_verdict_rejects_only_on_an_interval_above_the_limit(coord, outcome, says):
+    v = judge(_curves(-6.0), None, -6.0, Limits(min_curvature_snr=0.0), coord=coord)
+    assert v.outcome == outcome, (v.rejected_because, v.inconclusive_because)
+    if says:
+        assert any(says in r for r in v.rejected_because + v.inconclusive_because)

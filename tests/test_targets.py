@@ -391,17 +391,21 @@ class _EmbeddingTimesSqrtWidth:
         return self.fam.replace(embedding_scale=math.sqrt(width)).build(width, seed=seed)
 
 
-def test_the_coordinate_check_rejects_sqrt_width_and_passes_the_constant_the_sweep_uses():
-    """The reason target.yaml gives for holding Gemma's normaliser constant (emit.SQRT_WIDTH_NOT_MUP)
-    is the validator's own: its coordinate check rejects embeddings × √width."""
+def test_the_coordinate_check_passes_the_constant_and_cannot_see_sqrt_width_at_this_size():
+    """The constant the sweep uses for Gemma's normaliser passes the check. Embeddings ×
+    √width is not μP by its rule (emit.SQRT_WIDTH_NOT_MUP), but at one layer over 4 seeds the
+    check does not reject it: its max |slope| interval lies within the limit (seed 0 alone
+    drew 0.27 and was read as a rejection before the check had an interval). A measurement of
+    the check's power, not a property to rely on: the rule decides this one."""
     from transfer.core.data import stdlib_corpus
     from transfer.verdict.coord import coord_check
 
     fam = TransformerFamily(n_layers=1, d_head=8, seq_len=32, base_width=32, **{
         k: v for k, v in GEMMA.items() if k != "embedding_scale"})
     corpus, widths = stdlib_corpus(), [32, 64, 128, 256]
-    own = coord_check(_EmbeddingTimesSqrtWidth(fam), widths=widths, corpus=corpus, steps=4)
+    own = coord_check(_EmbeddingTimesSqrtWidth(fam), widths=widths, corpus=corpus, steps=4,
+                      seeds=4)
     held = coord_check(fam.replace(embedding_scale=math.sqrt(32)), widths=widths, corpus=corpus,
-                       steps=4)
-    assert not own.passed and own.max_abs_slope > 0.25
+                       steps=4, seeds=4)
+    assert own.status != "rejected" and own.slope_ci[0] < 0.25, own.slope_ci
     assert held.passed, held.slopes

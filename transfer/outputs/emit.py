@@ -90,11 +90,12 @@ def _mup_block(m: dict, base_width: int, w: dict, parametrization: str, proxy: d
     return out
 
 
-# The one sentence for Gemma's normaliser, here and in docs/validate.md: transfer.validate's
-# coordinate check rejects an embedding × √width the same way.
+# The one sentence for Gemma's normaliser. The rule decides it, not the coordinate check: over
+# seeds the check does not separate embeddings × √width from a constant at the proxies' sizes
+# (tests/test_targets.py, benchmarks/RESULTS.md); a single seed's rejection was noise.
 SQRT_WIDTH_NOT_MUP = ("√d_model grows with width, so embeddings × √d_model grow with width: not "
-                      "μP (transfer.validate's coordinate check rejects a model that scales its "
-                      "embedding by √width)")
+                      "μP (Tensor Programs V, Table 3: the input layer's multiplier is constant "
+                      "in width)")
 
 
 def family_changes(m: Mapping, mup: Mapping, base_width: int) -> list[dict]:

@@ -36,24 +36,75 @@ LOGITS = "logits"  # kind name of the model's own output (the root module)
 COORD_BATCH = 8  # sequences in the coordinate checks' one fixed batch
 
 
+PASSED, REJECTED, INCONCLUSIVE = "passed", "rejected", "inconclusive"
+CONFIDENCE = 0.90  # of the max |slope| interval, as the lr verdict's (validation.confidence)
+N_BOOT = 2000  # seed resamples of the interval
+
+
 @dataclass
 class CoordResult:
     df: pd.DataFrame  # raw records from get_coord_data: width, module, t, l1
     slopes: dict[str, float]  # module kind -> d log2(l1) / d log2(width) at the last step
     max_abs_slope: float  # over every kind in `slopes`
     logits_slope: float
-    passed: bool  # max_abs_slope <= max_slope
+    passed: bool  # status == "passed"
     widths: list[int]  # the sizes along `axis` (depths for a depth check)
     steps: int
     max_slope: float
     axis: str = "width"
     seeds: int = 1  # initialisations (and batches) whose l1 is averaged before the fit
+    # the max |slope|'s interval over the seeds (percentile bootstrap, `confidence`), and what
+    # it says: passed (all of it within max_slope), rejected (all of it above), inconclusive
+    # (it straddles the limit, or one seed gives no interval)
+    slope_ci: tuple[float, float] = (float("nan"), float("nan"))
+    status: str = PASSED
+    confidence: float = CONFIDENCE
 
     def to_dict(self) -> dict:
-        return {"passed": self.passed, "max_abs_slope": self.max_abs_slope,
+        return {"passed": self.passed, "status": self.status,
+                "max_abs_slope": self.max_abs_slope, "max_abs_slope_ci": list(self.slope_ci),
+                "confidence": self.confidence, "max_slope": self.max_slope,
                 "logits_slope": self.logits_slope, "slopes": dict(self.slopes),
                 "widths" if self.axis == "width" else "depths": list(self.widths),
                 "steps": self.steps, "seeds": self.seeds, "axis": self.axis}
+
+
+def coord_status(ci: tuple[float, float], max_slope: float) -> str:
+    """The check's answer from its interval: a rejection needs the whole interval above the
+    limit, a pass the whole interval within it; one that straddles it cannot tell."""
+    lo, hi = ci
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return INCONCLUSIVE
+    return PASSED if hi <= max_slope else REJECTED if lo > max_slope else INCONCLUSIVE
+
+
+def slope_interval(df: pd.DataFrame, step: int, axis: str = "width",
+                   confidence: float = CONFIDENCE, n_boot: int = N_BOOT,
+                   seed: int = 0) -> tuple[float, float]:
+    """The percentile-bootstrap interval of max |slope| over the kinds, seeds resampled with
+    replacement (each draw's l1 the mean over its seeds, as `slopes_at` takes it). NaN with
+    fewer than 2 seeds: one initialisation says nothing of the spread."""
+    rows = df[df["t"] == step].assign(kind=lambda d: d["module"].map(module_kind))
+    table = rows.groupby(["seed", "kind", axis])["l1"].mean()
+    seeds = table.index.get_level_values("seed").unique()
+    if len(seeds) < 2:
+        return (float("nan"), float("nan"))
+    kinds = sorted(table.index.get_level_values("kind").unique())
+    sizes = sorted(table.index.get_level_values(axis).unique())
+    full = table.reindex(pd.MultiIndex.from_product([seeds, kinds, sizes]))
+    l1 = full.to_numpy(dtype=float).reshape(len(seeds), len(kinds), len(sizes))
+    ok = np.all(np.isfinite(l1) & (l1 > 0), axis=(0, 2))  # kinds with a slope at every draw
+    l1 = l1[:, ok, :]
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(len(seeds), np.full(len(seeds), 1 / len(seeds)), size=n_boot)
+    means = np.einsum("bs,skw->bkw", counts, l1) / len(seeds)  # (draws, kinds, sizes)
+    x = np.log2(np.asarray(sizes, dtype=float))
+    xc = x - x.mean()
+    slopes = (np.log2(means) * xc).sum(-1) / (xc * xc).sum()  # least squares, each kind
+    worst = np.abs(slopes).max(axis=1)
+    a = (1 - confidence) / 2
+    lo, hi = np.quantile(worst, [a, 1 - a])
+    return (float(lo), float(hi))
 
 
 def module_kind(name: str) -> str:
@@ -95,7 +146,7 @@ def _check_args(widths: list[int], steps: int, lr: float, batch_size: int,
 
 def coord_check(family, *, widths: list[int], corpus: Corpus, steps: int = 4, lr: float = 1e-2,
                 batch_size: int = COORD_BATCH, seed: int = 0, seeds: int = 1,
-                max_slope: float = 0.25) -> CoordResult:
+                max_slope: float = 0.25, confidence: float = CONFIDENCE) -> CoordResult:
     """Train each width for `steps` AdamW steps on one batch, for each of `seeds` seeds (seed,
     seed + 1, …: the initialisation and the batch); fit activation-size slopes to the l1 averaged
     over them.
@@ -123,7 +174,7 @@ def coord_check(family, *, widths: list[int], corpus: Corpus, steps: int = 4, lr
                                 show_progress=False)
         frames.append(df.assign(seed=s))
     df = pd.concat(frames, ignore_index=True)
-    return _result(df, slopes_at(df, steps), widths, steps, max_slope, seeds, "width")
+    return _result(df, steps, widths, max_slope, seeds, "width", confidence)
 
 
 FINAL_RESIDUAL = "final_residual"  # the last block's output: what depth must keep Θ(1)
@@ -137,7 +188,8 @@ def _final_block(model):
 
 def depth_coord_check(family, *, depths: list[int], width: int, corpus: Corpus, steps: int = 4,
                       lr: float = 1e-2, batch_size: int = COORD_BATCH, seed: int = 0,
-                      seeds: int = 1, max_slope: float = 0.25) -> CoordResult:
+                      seeds: int = 1, max_slope: float = 0.25,
+                      confidence: float = CONFIDENCE) -> CoordResult:
     """Train `family.replace(n_layers=d).build(width)` for `steps` AdamW steps on one batch
     (its own optimizer groups), for each of `seeds` seeds as `coord_check` does, record mean |x|
     of the final residual and the logits at every step, and fit slopes against log2(depth) to
@@ -150,21 +202,26 @@ def depth_coord_check(family, *, depths: list[int], width: int, corpus: Corpus, 
         x, y = sample_batch(corpus.train, batch_size, family.seq_len, gen)  # (B, T) each
         rows += _depth_rows(family, depths, width, x, y, steps, lr, s)
     df = pd.DataFrame(rows)
-    slopes = slopes_at(df.assign(module=df["module"].map(lambda k: "" if k == LOGITS else k)),
-                       steps, axis="depth")
-    return _result(df, slopes, depths, steps, max_slope, seeds, "depth")
+    return _result(df, steps, depths, max_slope, seeds, "depth", confidence)
 
 
-def _result(df, slopes: dict[str, float], sizes: list[int], steps: int, max_slope: float,
-            seeds: int, axis: str) -> CoordResult:
-    """Both checks' verdict: the worst |slope| against `max_slope`; the logits must have one."""
+def _result(df, steps: int, sizes: list[int], max_slope: float, seeds: int, axis: str,
+            confidence: float) -> CoordResult:
+    """Both checks' verdict: the worst |slope|'s interval over the seeds against `max_slope`
+    (`coord_status`); the logits must have a slope. The depth check's rows name the logits
+    "logits" rather than the root module's ""."""
+    named = df.assign(module=df["module"].map(lambda k: "" if k == LOGITS else k))
+    slopes = slopes_at(named, steps, axis)
     if LOGITS not in slopes:
         raise ValueError(f"the logits are zero at step {steps} at some {axis}; use steps >= 2 "
                          "so a zero-initialised readout has been updated")
     worst = max(abs(s) for s in slopes.values())
+    ci = slope_interval(named, steps, axis, confidence)
+    status = coord_status(ci, max_slope)
     return CoordResult(df=df, slopes=slopes, max_abs_slope=worst, logits_slope=slopes[LOGITS],
-                       passed=worst <= max_slope, widths=sizes, steps=steps,
-                       max_slope=max_slope, axis=axis, seeds=seeds)
+                       passed=status == PASSED, widths=sizes, steps=steps,
+                       max_slope=max_slope, axis=axis, seeds=seeds, slope_ci=ci, status=status,
+                       confidence=confidence)
 
 
 def _depth_rows(family, depths: list[int], width: int, x, y, steps: int, lr: float,

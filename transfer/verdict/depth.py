@@ -27,7 +27,7 @@ from transfer.search import Context
 from transfer.verdict.axis_grid import Axis, run_axis_grid
 from transfer.verdict.coord import CoordResult, depth_coord_check
 from transfer.verdict.joint import Joint, joint
-from transfer.verdict.judge import Limits, Verdict, judge
+from transfer.verdict.judge import Limits, Verdict, coord_text, judge
 from transfer.verdict.trajectory import MODEL_FORMS, MODELS, coefficients, model_for
 from transfer.verdict.width import (
     curves_from,
@@ -137,7 +137,8 @@ def run_depth_coord(ctx: Context, hp: dict) -> CoordResult:
     return depth_coord_check(family, depths=coord_depths(ctx), width=grid_width(ctx),
                              corpus=ctx.corpus,
                              steps=v.coord_steps, lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed,
-                             seeds=v.coord_seeds, max_slope=v.coord_max_slope)
+                             seeds=v.coord_seeds, max_slope=v.coord_max_slope,
+                             confidence=v.confidence)
 
 
 def validate_depth(ctx: Context, hp: dict, width_study: optuna.Study, *,
@@ -201,6 +202,7 @@ def summary(verdict: Verdict | None, alpha: float, width: int | None = None) -> 
             "drift_log2": verdict.drift_log2, "drift_ci": list(verdict.drift_ci),
             "tolerance_log2": verdict.tolerance_log2, "loss_gap": verdict.loss_gap,
             "coord_max_abs_slope": verdict.coord_check.get("max_abs_slope"),
+            "coord_max_abs_slope_ci": verdict.coord_check.get("max_abs_slope_ci"),
             "at_target": _at_target(verdict.trajectory), "reasons": verdict.reasons}
 
 
@@ -231,7 +233,7 @@ def lines(verdict: Verdict) -> list[str]:
     out = [f"   depth check  {verdict.outcome.upper()}: optimum (log2 lr) by layers {optima}; "
            f"move {verdict.drift_log2:+.2f} [{lo:+.2f}, {hi:+.2f}] ({ds[0]}→{ds[-1]} layers), "
            f"curvature S/N {verdict.curvature_snr:.1f}, depth coord slope "
-           f"{verdict.coord_check.get('max_abs_slope', math.nan):.2f}"]
+           f"{coord_text(verdict.coord_check)}"]
     t = verdict.trajectory
     if t:
         tlo, thi = t["interval"]

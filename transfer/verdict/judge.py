@@ -155,7 +155,8 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
 
     `noise` is an optional floor for the per-point σ of the seed-mean curve (None: estimated
     from the fit's residuals only); `tuned` is the log2 lr the stages picked; `coord` the
-    coordinate check's result (`passed`, `max_abs_slope`), None when it did not run.
+    coordinate check's result (`status`, `max_abs_slope` and its interval), None when it did
+    not run.
     """
     widths = sorted(curves)
     if len(widths) < 2:
@@ -194,10 +195,7 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
             unk.append(f"{ax} {w}: {len(win[w])} finite points to fit, fewer than "
                        f"{limits.min_points}")
     coord = dict(coord or {})
-    if coord and not coord.get("passed", False):
-        rej.append(f"coordinate check failed: activation size changes with {ax} (max |slope| "
-                   f"{coord.get('max_abs_slope', math.nan):.2f} in log2-log2, allowed "
-                   f"{limits.coord_max_slope})")
+    _coord_rules(coord, ax, limits.coord_max_slope, rej, unk)
     octaves = math.log2(w1 / w0)
     pure, pure_dof = interaction_noise(table, widths)
     floor, _ = seed_mean_floor(table, widths, per_curve=not limits.shared_shape, noise=noise)
@@ -293,6 +291,25 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
         inconclusive_because=unk, more_data_decides=more_data_decides, straddling=list(straddle),
         best_log2_lr_ci=stats.get("v_ci", dict.fromkeys(widths, [math.nan, math.nan])),
         decide_with=limits.decide_hint if outcome == INCONCLUSIVE else None)
+
+
+def _coord_rules(coord: Mapping, ax: str, max_slope: float, rej: list[str],
+                 unk: list[str]) -> None:
+    """The coordinate check's answer: rejected only when its whole interval over seeds is above
+    the limit; an interval straddling it (or one seed, no interval) cannot tell. A record
+    without a status (written before the interval) reads its pass flag."""
+    if not coord:
+        return
+    status = coord.get("status") or ("passed" if coord.get("passed") else "rejected")
+    ci = coord.get("max_abs_slope_ci") or [math.nan, math.nan]
+    said = (f"max |slope| {coord.get('max_abs_slope', math.nan):.2f} "
+            f"[{ci[0]:.2f}, {ci[1]:.2f}] over {coord.get('seeds', 1)} seed(s) in log2-log2, "
+            f"allowed {coord.get('max_slope', max_slope)}")
+    if status == "rejected":
+        rej.append(f"coordinate check failed: activation size changes with {ax} ({said})")
+    elif status == "inconclusive":
+        unk.append(f"coordinate check cannot tell: its interval straddles the limit ({said}); "
+                   "more seeds (validation.coord_seeds) narrow it")
 
 
 def _below_floor(n_seeds: int, st: dict, limits: Limits) -> list[str]:
@@ -407,6 +424,13 @@ def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: dict[str, str
                    f"more than ±{tol}: the extrapolation depends on the model")
 
 
+def coord_text(coord: Mapping) -> str:
+    """The coordinate check's max |slope| with its interval where it has one: '0.12 [0.08, 0.19]'."""
+    ci = coord.get("max_abs_slope_ci") or [math.nan, math.nan]
+    at = f"{coord.get('max_abs_slope', math.nan):.2f}"
+    return at + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if all(map(math.isfinite, ci)) else "")
+
+
 def verdict_lines(verdict: Verdict) -> list[str]:
     """The verdict in a few printed lines: drift and gap with their intervals, curvature,
     coordinate slope, the optimum's trajectory to the target, then every reason."""
@@ -417,8 +441,7 @@ def verdict_lines(verdict: Verdict) -> list[str]:
              f"[{lo:+.2f}, {hi:+.2f}] log2(lr) ({w0}→{w1}, tol ±{verdict.tolerance_log2}), "
              f"gap {verdict.loss_gap:.2%} [{glo:.2%}, {ghi:.2%}] "
              f"({verdict.confidence:.0%} intervals), curvature S/N "
-             f"{verdict.curvature_snr:.1f}, coord slope "
-             f"{verdict.coord_check.get('max_abs_slope', math.nan):.2f}"]
+             f"{verdict.curvature_snr:.1f}, coord slope {coord_text(verdict.coord_check)}"]
     t = verdict.trajectory
     if t:
         optima = ", ".join(f"{w}: {x:.2f}" for w, x in zip(t["widths"], t["vertices"]))

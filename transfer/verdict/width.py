@@ -411,4 +411,4 @@ def run_coord_check(ctx: Context, hp: dict) -> CoordResult:
     family = ctx.proxies.family.replace(**{k: float(hp[k]) for k in MODEL_HPARAMS})
     return coord_check(family, widths=coord_widths(ctx), corpus=ctx.corpus, steps=v.coord_steps,
                        lr=float(hp["lr"]), seed=ctx.cfg.proxy.seed, seeds=v.coord_seeds,
-                       max_slope=v.coord_max_slope)
+                       max_slope=v.coord_max_slope, confidence=v.confidence)
