@@ -1,23 +1,30 @@
-"""The coordinate check over seeds: how far one seed's slope scatters, and what averaging gives.
+"""The coordinate check as a measurement: its max |slope| interval over seeds, and what it says
+(passed / inconclusive / rejected) for correct μP families and for wrong ones.
 
 For each preset's proxy family (as `python -m transfer.sweep model=<preset>` derives it, the
-default budget), the width check (`transfer.verdict.coord.coord_check`, widths 32-256) and the
-depth check (`depth_coord_check`, 2-16 layers at width 32) are run one seed at a time, then with
-their l1 averaged over groups of `--group` seeds (`seeds=` in the package: what
-`validation.coord_seeds` sets). Printed per family: every single seed's max |slope|, each
-group's, and the one over all seeds, with the limit (0.25). SP is the control that must fail.
+default budget's widths 32-256 and 4 steps), the width check (`transfer.verdict.coord.coord_check`)
+and, for μP, the depth check (`depth_coord_check`, 2-16 layers at width 32) are run on
+`--blocks` disjoint blocks of `--group` seeds (seeds 0..g-1, g..2g-1, ...: what
+`validation.coord_seeds` sets), each with its 90 % interval and status at every `--limits`
+value. The wrong models: SP (`--sp`) and embeddings × √width (`--sqrt-width`), whose rule says
+they are not μP. The calibration this prints: a limit is sound where every μP block passes (or at
+worst straddles) and every wrong block is rejected.
 
-    python benchmarks/coord_seeds.py --models llama3.2-3b qwen2.5-3b gemma2-2b --sp llama3.2-3b
+    python benchmarks/coord_seeds.py --models llama3.2-3b qwen2.5-3b gemma2-2b \
+        --sp llama3.2-3b qwen2.5-3b --sqrt-width gemma2-2b --group 8 --blocks 3
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+from pathlib import Path
 
 from transfer.core.compose import as_config, compose
 from transfer.core.data import stdlib_corpus
 from transfer.search.family import instantiate_family, plan_proxies
-from transfer.verdict.coord import coord_check, depth_coord_check
+from transfer.verdict.coord import coord_check, coord_status, depth_coord_check
 
 WIDTHS = [32, 64, 128, 256]
 DEPTHS = [2, 4, 8, 16]
@@ -28,34 +35,66 @@ def family(model: str, parametrization: str):
     return instantiate_family(cfg, plan_proxies(cfg), 256).family  # the byte corpus' vocabulary
 
 
+class SqrtWidthEmbedding:
+    """The preset's family with its embeddings × √width at every width (Gemma's own rule)."""
+
+    def __init__(self, fam):
+        self.fam, self.seq_len, self.parametrization = fam, fam.seq_len, fam.parametrization
+        self.vocab_size = fam.vocab_size
+
+    def check_width(self, width: int) -> None:
+        self.fam.check_width(width)
+
+    def build(self, width: int, seed: int = 0):
+        return self.fam.replace(embedding_scale=math.sqrt(width)).build(width, seed=seed)
+
+
+def cases(args) -> list[tuple[str, str, object]]:
+    out = [(m, "mup", family(m, "mup")) for m in args.models]
+    out += [(m, "sp", family(m, "sp")) for m in args.sp]
+    out += [(m, "sqrt-width", SqrtWidthEmbedding(family(m, "mup"))) for m in args.sqrt_width]
+    return out
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["llama3.2-3b", "qwen2.5-3b", "gemma2-2b"])
     ap.add_argument("--sp", nargs="*", default=["llama3.2-3b"], help="presets also run in SP")
-    ap.add_argument("--seeds", type=int, default=8)
-    ap.add_argument("--group", type=int, default=4)
+    ap.add_argument("--sqrt-width", nargs="*", default=[],
+                    help="presets also run with embeddings × √width")
+    ap.add_argument("--group", type=int, default=8, help="seeds per check")
+    ap.add_argument("--blocks", type=int, default=3, help="disjoint seed blocks per case")
+    ap.add_argument("--limits", type=float, nargs="+", default=[0.25, 0.5])
     ap.add_argument("--lr", type=float, default=0.00727, help="Qwen's stage pick, 2^-7.1")
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/out/coord_seeds.json"))
     args = ap.parse_args(argv)
+    if args.group < 2 or args.blocks < 1:
+        ap.error("--group must be >= 2 (an interval needs seeds) and --blocks >= 1")
     corpus = stdlib_corpus()
-    cases = [(m, "mup") for m in args.models] + [(m, "sp") for m in args.sp]
-    for model, par in cases:
-        fam = family(model, par)
-        checks = [("width", lambda s, n, fam=fam: coord_check(
-            fam, widths=WIDTHS, corpus=corpus, steps=4, lr=args.lr, seed=s, seeds=n))]
-        if par == "mup":  # SP runs skip the depth grid
-            checks.append(("depth", lambda s, n, fam=fam: depth_coord_check(
+    rows = []
+    for model, kind, fam in cases(args):
+        axes = [("width", lambda s, fam=fam: coord_check(
+            fam, widths=WIDTHS, corpus=corpus, steps=4, lr=args.lr, seed=s, seeds=args.group))]
+        if kind == "mup":
+            axes.append(("depth", lambda s, fam=fam: depth_coord_check(
                 fam, depths=DEPTHS, width=32, corpus=corpus, steps=4, lr=args.lr, seed=s,
-                seeds=n)))
-        for axis, run in checks:
-            single = [run(s, 1).max_abs_slope for s in range(args.seeds)]
-            groups = [run(s, args.group).max_abs_slope
-                      for s in range(0, args.seeds - args.group + 1, args.group)]
-            every = run(0, args.seeds)
-            kind = max(every.slopes, key=lambda k: abs(every.slopes[k]))
-            print(f"{model} {par} {axis}: one seed {', '.join(f'{x:.2f}' for x in single)} "
-                  f"(range {min(single):.2f}-{max(single):.2f}); {args.group} seeds "
-                  f"{', '.join(f'{x:.2f}' for x in groups)}; all {args.seeds}: "
-                  f"{every.max_abs_slope:.2f} ({kind} {every.slopes[kind]:+.2f}); limit 0.25")
+                seeds=args.group)))
+        for axis, run in axes:
+            for b in range(args.blocks):
+                r = run(b * args.group)
+                worst = max(r.slopes, key=lambda k: abs(r.slopes[k]))
+                row = {"model": model, "kind": kind, "axis": axis, "seeds": [
+                    b * args.group, (b + 1) * args.group - 1], "max_abs_slope": r.max_abs_slope,
+                    "ci": list(r.slope_ci), "worst": worst,
+                    "status": {str(lim): coord_status(r.slope_ci, lim) for lim in args.limits}}
+                rows.append(row)
+                print(f"{model} {kind} {axis} seeds {row['seeds'][0]}-{row['seeds'][1]}: "
+                      f"{r.max_abs_slope:.2f} [{r.slope_ci[0]:.2f}, {r.slope_ci[1]:.2f}] "
+                      f"({worst}); " + ", ".join(f"at {k}: {v}" for k, v in row["status"].items()),
+                      flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(rows, indent=1))
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -180,10 +180,20 @@ def test_capped_attention(capsys):
     assert "definition: median" in out and "speed-up" in out
 
 
-def test_coord_seeds(capsys):
-    bench("coord_seeds").main(["--models", "llama3.2-3b", "--sp", "--seeds", "2", "--group", "1"])
+def test_coord_seeds(capsys, tmp_path):
+    out_json = tmp_path / "coord.json"
+    bench("coord_seeds").main(["--models", "llama3.2-3b", "--sp", "llama3.2-3b", "--group", "2",
+                               "--blocks", "1", "--out", str(out_json)])
     out = capsys.readouterr().out
-    assert "llama3.2-3b mup width: one seed" in out and "llama3.2-3b mup depth" in out
+    assert "llama3.2-3b mup width seeds 0-1" in out and "llama3.2-3b mup depth" in out
+    rows = json.loads(out_json.read_text())
+    sp = next(r for r in rows if r["kind"] == "sp")
+    assert sp["status"]["0.25"] == "rejected" and sp["ci"][0] > 0.25  # SP: far above
+
+
+def test_coord_seeds_refuses_one_seed():
+    with pytest.raises(SystemExit):
+        bench("coord_seeds").main(["--group", "1"])
 
 
 @pytest.mark.parametrize("model", ["3b", "qwen2.5-3b"])

@@ -146,7 +146,7 @@ def _check_args(widths: list[int], steps: int, lr: float, batch_size: int,
 
 def coord_check(family, *, widths: list[int], corpus: Corpus, steps: int = 4, lr: float = 1e-2,
                 batch_size: int = COORD_BATCH, seed: int = 0, seeds: int = 1,
-                max_slope: float = 0.25, confidence: float = CONFIDENCE) -> CoordResult:
+                max_slope: float = 0.35, confidence: float = CONFIDENCE) -> CoordResult:
     """Train each width for `steps` AdamW steps on one batch, for each of `seeds` seeds (seed,
     seed + 1, …: the initialisation and the batch); fit activation-size slopes to the l1 averaged
     over them.
@@ -188,7 +188,7 @@ def _final_block(model):
 
 def depth_coord_check(family, *, depths: list[int], width: int, corpus: Corpus, steps: int = 4,
                       lr: float = 1e-2, batch_size: int = COORD_BATCH, seed: int = 0,
-                      seeds: int = 1, max_slope: float = 0.25,
+                      seeds: int = 1, max_slope: float = 0.35,
                       confidence: float = CONFIDENCE) -> CoordResult:
     """Train `family.replace(n_layers=d).build(width)` for `steps` AdamW steps on one batch
     (its own optimizer groups), for each of `seeds` seeds as `coord_check` does, record mean |x|

@@ -55,7 +55,7 @@ class Limits:
     confidence: float = 0.90  # two-sided: 5 % of each tail outside the interval
     n_boot: int = 2000
     boot_seed: int = 0  # the bootstrap's own generator: the verdict is reproducible
-    coord_max_slope: float = 0.25
+    coord_max_slope: float = 0.35
     can_pass: bool = True  # False for budgets too small to mean anything (budget=smoke)
     target_width: int | None = None  # where the trajectory puts the optimum (None: not asked)
     trajectory_model: str = CONVERGING  # the emitted model (transfer.verdict.trajectory)

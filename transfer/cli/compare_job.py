@@ -1,0 +1,58 @@
+"""The job behind `python -m transfer.compare`: plan every family (all input checked before
+anything trains), run the sweeps that have no finished archived run, then compare them."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from transfer.archive import code_version
+from transfer.core.compose import as_config, compose
+from transfer.core.errors import UserError
+from transfer.outputs.compare import compare, family_from_run, markdown, write_comparison
+from transfer.run.planner import plan_sweep
+
+FINISHED = ("finished", "rejected", "inconclusive")  # run.json statuses with a verdict
+
+
+def finished(run_dir: Path) -> bool:
+    """A run folder whose sweep ended with a verdict: reused as it is."""
+    import json
+
+    path = run_dir / "run.json"
+    if not (path.exists() and (run_dir / "validation.json").exists()):
+        return False
+    return json.loads(path.read_text()).get("status") in FINISHED
+
+
+def comparison_dir(archive_root: Path, runs: list[str]) -> Path:
+    """The comparison's own folder: named by the runs it compares, in order."""
+    key = hashlib.sha256("\n".join(runs).encode()).hexdigest()[:8]
+    return archive_root / f"compare-{len(runs)}-{key}"
+
+
+def run_compare(models: list[str], overrides: list[str]) -> int:
+    """Every family's sweep (reused where finished), then the comparison; returns 0."""
+    from transfer.cli.run import run_sweep
+
+    cfgs = [as_config(compose([f"model={m}", *overrides])) for m in models]
+    plans = [plan_sweep(c) for c in cfgs]  # every family's input checked before any trains
+    for c in cfgs:
+        if not c.validation.enabled:
+            raise UserError("compare reads each family's lr grid: leave validation.enabled=true")
+    run_dirs = []
+    for m, cfg, plan in zip(models, cfgs, plans):
+        run_dir = plan.archive.run_dir(plan.name)
+        if finished(run_dir):
+            print(f"{m}: reusing the finished run {run_dir}", flush=True)
+        else:
+            print(f"{m}: running its sweep into {run_dir}", flush=True)
+            run_sweep(cfg)
+        run_dirs.append(run_dir)
+    families = [family_from_run(m, d) for m, d in zip(models, run_dirs)]
+    result = compare(families)
+    out = comparison_dir(plans[0].archive.root, [d.name for d in run_dirs])
+    write_comparison(out, families, result, commit=code_version())
+    print(markdown(result, commit=code_version()))
+    print(f"comparison written to {out} (compare.md, compare.json, plots/)", flush=True)
+    return 0
