@@ -18,136 +18,58 @@ import torch.nn.functional as F
 from mup import MuReadout, MuSharedReadout, make_base_shapes, save_base_shapes, set_base_shapes
 from torch import nn
 
+from proxies.layers import (
+    MLP,
+    QK_NORMS,
+    Attention,
+    RMSNorm,
+    capped_causal_attention,
+    make_norm,
+    rope_tables,
+    softcap,
+)
 from proxies.source_hash import sources_sha256
 from transfer.core import params, rules
 
 NORMS = ("rmsnorm", "layernorm")
 MLPS = ("swiglu", "geglu", "gelu")  # geglu: Gemma's gated tanh-GELU
 POSITIONS = ("rope", "learned")
-
-
-class RMSNorm(nn.Module):
-    """RMSNorm; `unit_offset`: the gain is stored as w and applied as (1 + w), w starting at 0
-    (Gemma's). Under Adam the two are one parametrization shifted by a constant."""
-
-    def __init__(self, d: int, eps: float = 1e-6, unit_offset: bool = False):
-        super().__init__()
-        self.eps, self.unit_offset = eps, unit_offset
-        self.weight = nn.Parameter(torch.ones(d))
-
-    def forward(self, x):
-        gain = 1.0 + self.weight if self.unit_offset else self.weight
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * gain
-
-
-def _norm(kind: str, d: int, eps: float = 1e-6, unit_offset: bool = False) -> nn.Module:
-    if kind == "rmsnorm":
-        return RMSNorm(d, eps, unit_offset)
-    return nn.LayerNorm(d, eps=eps, bias=False)
-
-
-def softcap(x: torch.Tensor, cap: float | None) -> torch.Tensor:
-    """cap · tanh(x / cap) (Gemma 2's logit soft-capping); x itself when cap is None.
-
-    Computed as 2·cap·σ(2x / cap) − cap, the same function (tanh y = 2σ(2y) − 1; |Δ| ≤ 2e-7·cap
-    in float32): torch's CPU tanh takes ~6× the time of its sigmoid (benchmarks/RESULTS.md,
-    Gemma 2's soft-capped attention)."""
-    return x if cap is None else torch.sigmoid(x * (2.0 / cap)) * (2.0 * cap) - cap
-
-
-def capped_causal_attention(q, k, v, scale: float, cap: float) -> torch.Tensor:
-    """softmax(causal(cap · tanh(q·kᵀ·scale / cap))) · v: Gemma 2's soft-capped attention, which
-    no fused kernel takes. softmax is blind to a constant shift, so the scores are formed as
-    `softcap` + cap = 2·cap·σ(2·q·kᵀ·scale / cap): the 2·scale / cap is applied to q (T × d_head
-    per head, not T × T), and the causal mask is added in the same pass (−inf above the
-    diagonal): four passes over the T × T scores (matmul, sigmoid, add, softmax) where
-    `softcap` then `masked_fill` take seven."""
-    t = q.shape[-2]
-    mask = torch.full((t, t), float("-inf"), dtype=q.dtype, device=q.device).triu_(1)
-    z = torch.sigmoid((q * (2.0 * scale / cap)) @ k.transpose(-2, -1))  # (B, H, T, T)
-    return torch.add(mask, z, alpha=2.0 * cap).softmax(-1) @ v  # (B, H, T, dh)
-
-
-def _rope_tables(seq_len: int, d_head: int, device=None, theta: float = 10000.0
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    inv_freq = 1.0 / (theta ** (torch.arange(0, d_head, 2, device=device).float() / d_head))
-    angles = torch.outer(torch.arange(seq_len, device=device).float(), inv_freq)  # (T, d_head/2)
-    return angles.cos(), angles.sin()
-
-
-def _apply_rope(x, cos, sin):  # x: (B, H, T, d_head)
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    t = x.shape[-2]
-    cos, sin = cos[:t], sin[:t]
-    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
-
-
-class Attention(nn.Module):
-    def __init__(self, width: int, d_head: int, kv_group: int, scale: float, rope: bool,
-                 qkv_bias: bool = False, o_bias: bool = False, softcap: float | None = None):
-        super().__init__()
-        self.n_heads, self.d_head = width // d_head, d_head
-        self.n_kv = self.n_heads // kv_group
-        self.scale, self.rope, self.softcap = scale, rope, softcap
-        self.q = nn.Linear(width, self.n_heads * d_head, bias=qkv_bias)
-        self.k = nn.Linear(width, self.n_kv * d_head, bias=qkv_bias)
-        self.v = nn.Linear(width, self.n_kv * d_head, bias=qkv_bias)
-        self.o = nn.Linear(self.n_heads * d_head, width, bias=o_bias)
-
-    def forward(self, x, cos, sin):
-        b, t, _ = x.shape
-        q = self.q(x).view(b, t, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, dh)
-        k = self.k(x).view(b, t, self.n_kv, self.d_head).transpose(1, 2)  # (B, Hkv, T, dh)
-        v = self.v(x).view(b, t, self.n_kv, self.d_head).transpose(1, 2)
-        if self.rope:
-            q, k = _apply_rope(q, cos, sin), _apply_rope(k, cos, sin)
-        if self.n_kv != self.n_heads:  # grouped-query attention: share each kv head
-            rep = self.n_heads // self.n_kv
-            k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-        if self.softcap is None:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
-        else:
-            y = capped_causal_attention(q, k, v, self.scale, self.softcap)
-        return self.o(y.transpose(1, 2).reshape(b, t, -1))
-
-
-class MLP(nn.Module):
-    def __init__(self, width: int, d_ff: int, kind: str, bias: bool = False):
-        super().__init__()
-        self.kind = kind
-        self.up = nn.Linear(width, d_ff, bias=bias)
-        self.gate = nn.Linear(width, d_ff, bias=bias) if kind in ("swiglu", "geglu") else None
-        self.down = nn.Linear(d_ff, width, bias=bias)
-
-    def forward(self, x):
-        if self.kind == "swiglu":
-            return self.down(F.silu(self.gate(x)) * self.up(x))
-        if self.kind == "geglu":  # Gemma's gelu_pytorch_tanh, gated
-            return self.down(F.gelu(self.gate(x), approximate="tanh") * self.up(x))
-        return self.down(F.gelu(self.up(x)))
+# re-exported: tests and benchmarks/capped_attention.py import them from here
+__all__ = ["MLPS", "NORMS", "POSITIONS", "Attention", "RMSNorm", "Transformer",
+           "TransformerFamily", "capped_causal_attention", "softcap"]
 
 
 class Block(nn.Module):
-    def __init__(self, width, d_ff, fam: TransformerFamily, scale: float):
+    """One residual block, layer `layer` of the family: its norms (before each branch; after
+    each too with `sandwich_norm`; only after with `reordered_norm`), and its attention's kind
+    (rotary or NoPE, local or global)."""
+
+    def __init__(self, width, d_ff, fam: TransformerFamily, scale: float, layer: int = 0):
         super().__init__()
         off = fam.norm_unit_offset
-        self.norm1 = _norm(fam.norm, width, fam.norm_eps, off)
-        if fam.sandwich_norm:  # Gemma 2: a norm on each branch's output too
-            self.post_norm1 = _norm(fam.norm, width, fam.norm_eps, off)
-        self.norm2 = _norm(fam.norm, width, fam.norm_eps, off)
-        if fam.sandwich_norm:
-            self.post_norm2 = _norm(fam.norm, width, fam.norm_eps, off)
-        self.attn = Attention(width, fam.d_head, fam.kv_group, scale, fam.positions == "rope",
-                              fam.qkv_bias, fam.o_bias, fam.attn_softcap)
+        self.pre, self.post = not fam.reordered_norm, fam.sandwich_norm or fam.reordered_norm
+        if self.pre:
+            self.norm1 = make_norm(fam.norm, width, fam.norm_eps, off)
+        if self.post:  # Gemma 2 / 3, OLMo 2: a norm on each branch's output
+            self.post_norm1 = make_norm(fam.norm, width, fam.norm_eps, off)
+        if self.pre:
+            self.norm2 = make_norm(fam.norm, width, fam.norm_eps, off)
+        if self.post:
+            self.post_norm2 = make_norm(fam.norm, width, fam.norm_eps, off)
+        local = fam.is_local(layer)
+        self.local_rope = local and fam.rope_local_theta is not None  # Gemma 3's local base
+        self.attn = Attention(width, fam.d_head, fam.kv_group, scale, fam.uses_rope(layer),
+                              fam.qkv_bias, fam.o_bias, fam.attn_softcap, qk_norm=fam.qk_norm,
+                              norm_eps=fam.norm_eps, unit_offset=off,
+                              window=fam.sliding_window if local else None)
         self.mlp = MLP(width, d_ff, fam.mlp, fam.mlp_bias)
-        self.sandwich = fam.sandwich_norm
         self.residual_mult = fam.residual_mult  # m_L^-α on both branches (CompleteP Table 1)
 
     def forward(self, x, cos, sin):
-        a = self.attn(self.norm1(x), cos, sin)
-        x = x + self.residual_mult * (self.post_norm1(a) if self.sandwich else a)
-        m = self.mlp(self.norm2(x))
-        return x + self.residual_mult * (self.post_norm2(m) if self.sandwich else m)
+        a = self.attn(self.norm1(x) if self.pre else x, cos, sin)
+        x = x + self.residual_mult * (self.post_norm1(a) if self.post else a)
+        m = self.mlp(self.norm2(x) if self.pre else x)
+        return x + self.residual_mult * (self.post_norm2(m) if self.post else m)
 
 
 class _FrozenScaleReadout(MuReadout):
@@ -194,9 +116,9 @@ class Transformer(nn.Module):
         scale = rules.attn_scale(fam.attn_mult, fam.d_head, fam.parametrization)
         self.tok_emb = nn.Embedding(fam.vocab_size, width)
         self.pos_emb = nn.Embedding(fam.seq_len, width) if fam.positions == "learned" else None
-        self.blocks = nn.ModuleList(Block(width, fam.d_ff(width), fam, scale)
-                                    for _ in range(fam.n_layers))
-        self.norm = _norm(fam.norm, width, fam.norm_eps, fam.norm_unit_offset)
+        self.blocks = nn.ModuleList(Block(width, fam.d_ff(width), fam, scale, i)
+                                    for i in range(fam.n_layers))
+        self.norm = make_norm(fam.norm, width, fam.norm_eps, fam.norm_unit_offset)
         tied = self.tok_emb.weight if fam.tied_embeddings else None
         if fam.parametrization == "sp":
             self.readout = _SPReadout(width, fam.vocab_size, fam.output_mult, weight=tied)
@@ -208,13 +130,18 @@ class Transformer(nn.Module):
                                                readout_zero_init=fam.readout_zero_init)
         self.register_buffer("rope_cos", torch.empty(0), persistent=False)
         self.register_buffer("rope_sin", torch.empty(0), persistent=False)
+        self.register_buffer("rope_local_cos", torch.empty(0), persistent=False)  # Gemma 3
+        self.register_buffer("rope_local_sin", torch.empty(0), persistent=False)
 
     def forward(self, tokens):  # (B, T)
         x = self.tok_emb(tokens) * (self.fam.input_mult * self.fam.embedding_scale)  # (B, T, C)
         if self.pos_emb is not None:
             x = x + self.pos_emb.weight[: tokens.shape[1]]
         for block in self.blocks:
-            x = block(x, self.rope_cos, self.rope_sin)
+            if block.local_rope:  # a local layer with its own rotary base
+                x = block(x, self.rope_local_cos, self.rope_local_sin)
+            else:
+                x = block(x, self.rope_cos, self.rope_sin)
         return softcap(self.readout(self.norm(x)), self.fam.logit_softcap)  # (B, T, V)
 
 
@@ -262,6 +189,19 @@ class TransformerFamily:
     # which μP forbids (an input layer's output must not grow with width): the sweep passes
     # √base_width, the normaliser at the base, held at every width.
     embedding_scale: float = 1.0
+    # The 2025-26 families' features. q/k RMSNorm before the rotation: "head" over head_dim per
+    # head (Qwen3, Gemma 3), "proj" over the whole q / k projection (OLMo 2); gains are vectors.
+    qk_norm: str | None = None
+    reordered_norm: bool = False  # OLMo 2: a norm on each branch's output only, none before
+    # Local attention: each token sees itself and the window − 1 before it, on the local layers.
+    # The sweep passes a window only when it is shorter than seq_len (else it changes nothing).
+    sliding_window: int | None = None
+    # Layer i is global when (i + 1) % pattern == 0, local otherwise (Gemma 3: 6, Gemma 2: 2);
+    # None: every layer local. Local layers rotate with rope_local_theta where set (Gemma 3's
+    # rope_local_base_freq), global ones with rope_theta.
+    sliding_window_pattern: int | None = None
+    rope_local_theta: float | None = None
+    no_rope_interval: int | None = None  # layer i has no rotary positions when (i + 1) % k == 0
 
     def __post_init__(self):
         for name, allowed in (("norm", NORMS), ("mlp", MLPS), ("positions", POSITIONS),
@@ -281,14 +221,27 @@ class TransformerFamily:
                      "rope_theta", "norm_eps", "embedding_scale"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"proxy.{name} must be > 0, got {getattr(self, name)}")
-        for name in ("attn_softcap", "logit_softcap"):
+        for name in ("attn_softcap", "logit_softcap", "rope_local_theta", "sliding_window",
+                     "sliding_window_pattern", "no_rope_interval"):
             if getattr(self, name) is not None and not getattr(self, name) > 0:
                 raise ValueError(f"proxy.{name} must be > 0 or None, got {getattr(self, name)}")
+        if self.qk_norm not in QK_NORMS:
+            raise ValueError(f"proxy.qk_norm must be one of {QK_NORMS}, got {self.qk_norm!r}")
         self.check_width(self.base_width, field="proxy.base_width")
 
     # ---- shape arithmetic -------------------------------------------------------------
     def d_ff(self, width: int) -> int:
         return round(self.ffn_ratio * width)
+
+    def is_local(self, layer: int) -> bool:
+        """Layer `layer` (from 0) is a local one: transformers' rule, every pattern-th global."""
+        k = self.sliding_window_pattern
+        return k is None or (layer + 1) % k != 0
+
+    def uses_rope(self, layer: int) -> bool:
+        """Rotary positions on layer `layer`; SmolLM3 leaves them out every k-th (NoPE)."""
+        k = self.no_rope_interval
+        return self.positions == "rope" and (k is None or (layer + 1) % k != 0)
 
     def check_width(self, width: int, *, field: str = "width") -> None:
         """Raise ValueError naming the fix when `width` cannot be built."""
@@ -378,8 +331,11 @@ class TransformerFamily:
             model.readout.freeze_scale()
         else:
             self._init_weights(model, seed)
-        cos, sin = _rope_tables(self.seq_len, self.d_head, device=device, theta=self.rope_theta)
+        cos, sin = rope_tables(self.seq_len, self.d_head, device=device, theta=self.rope_theta)
         model.rope_cos, model.rope_sin = cos, sin
+        if self.rope_local_theta is not None:
+            model.rope_local_cos, model.rope_local_sin = rope_tables(
+                self.seq_len, self.d_head, device=device, theta=self.rope_local_theta)
         return model
 
     def _init_weights(self, model: Transformer, seed: int) -> None:

@@ -32,6 +32,9 @@ CLI_BAD = [
     ("model.rope_theta=-1", "model.rope_theta=-1"),
     ("model.sliding_window=0", "model.sliding_window=0"),
     ("model.train_tokens=0", "model.train_tokens"),
+    ("model.no_rope_interval=0", "model.no_rope_interval=0"),
+    ("model.sliding_window_pattern=0", "model.sliding_window_pattern=0"),
+    ("model.rope_local_theta=-5", "model.rope_local_theta=-5"),
 ]
 
 

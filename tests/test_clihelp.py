@@ -18,8 +18,8 @@ def test_groups_and_defaults_are_read_off_conf():
 
 
 @pytest.mark.parametrize("argv, bad", [
-    (["model=nope"], "unknown model 'nope'; available: 1b, 3b, 7b, gemma2-2b, hf, "
-                     "llama3.2-3b, qwen2.5-3b, tiny"),
+    (["model=nope"], "unknown model 'nope'; available: 1b, 3b, 7b, gemma2-2b, gemma3-4b, hf, "
+                     "llama3.2-3b, qwen2.5-3b, qwen3-4b, tiny"),
     (["budget=smoke", "proxy=gpux"], "unknown proxy 'gpux'"),
     (["model=3b", "budget=smoke", "proxy.width=32", "train.tokens=100"], None),
     (["+model=3b"], None),

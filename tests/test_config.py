@@ -299,7 +299,8 @@ def test_shipped_models_fit_every_proxy_size(model, budget):
     assert plan.derived["kv_group"] <= cfg.model.n_heads // cfg.model.n_kv_heads
 
 
-@pytest.mark.parametrize("model", [*sorted(SHAPES), "qwen2.5-3b", "gemma2-2b"])
+@pytest.mark.parametrize("model", [*sorted(SHAPES), "qwen2.5-3b", "gemma2-2b", "qwen3-4b",
+                                   "gemma3-4b"])
 def test_kv_group_divides_the_heads_at_every_grid_width_the_depth_grid_included(model):
     """budget=default trains its depth grid at width 32 (2 heads): Qwen2.5's 8 query heads per kv
     head become 2 there, not the 4 that width 64 allows, or the depth grid would fall back to

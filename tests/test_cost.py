@@ -28,6 +28,10 @@ COST_CONF = {"n_gpus": 256, "buffer": 0.3, "naive_token_fraction": 0.01,
     ("llama3.2-3b", 3_212_749_824),  # Llama 3.2 3B (tied), meta-llama/Llama-3.2-3B
     ("qwen2.5-3b", 3_085_938_688),  # Qwen2.5 3B (tied; q/k/v biases), "3.09B" (model card)
     ("gemma2-2b", 2_614_341_888),  # Gemma 2 2B (tied; head_dim 256, 4 norms a layer), "2.6B"
+    # Qwen3 4B (tied; q/k norms): "4.0B", "3.6B" non-embedding (Qwen3-4B-Base model card)
+    ("qwen3-4b", 4_022_468_096),
+    # Gemma 3 4B's text model (tied; q/k norms): 3,209M non-embedding (Gemma 3 report, Table 1)
+    ("gemma3-4b", 3_209_010_688 + 262_208 * 2560),
 ])
 def test_target_params_match_published_counts(name, published):
     assert cost.target_params(load("model", name))["n_params"] == published

@@ -310,8 +310,8 @@ def test_unknown_group_option_is_exit_2_and_one_line(tmp_path):
                           text=True, timeout=120, env=ONE_THREAD)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "unknown model 'nope'; available: 1b, 3b, 7b, gemma2-2b, hf, llama3.2-3b, qwen2.5-3b, "
-        "tiny (pass model=<one of them>)"]
+        "unknown model 'nope'; available: 1b, 3b, 7b, gemma2-2b, gemma3-4b, hf, llama3.2-3b, "
+        "qwen2.5-3b, qwen3-4b, tiny (pass model=<one of them>)"]
     assert list(tmp_path.iterdir()) == []  # no archive, no Hydra outputs/
 
 

@@ -1,4 +1,5 @@
-"""Targets as teams define them: the family presets (Llama 3.2 3B, Qwen2.5 3B, Gemma 2 2B),
+"""Targets as teams define them: the family presets (Llama 3.2 3B, Qwen2.5 3B, Gemma 2 2B,
+Qwen3 4B, Gemma 3 4B),
 `model=hf model.config=PATH`, and the proxy family keeping each family's features in μP."""
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 from helpers_sweep import TINY, compose_cfg
+from helpers_target import emitted
 
 from proxies import TransformerFamily
 from transfer.cli.sweep import sweep
 from transfer.core.compose import as_config, compose
 from transfer.core.errors import UserError
 from transfer.core.hf_config import transformers_or_none
-from transfer.outputs import emit
+from transfer.outputs.hf import FAMILY_CLASSES
 from transfer.search.family import plan_proxies
 from transfer.search.trainer import TrainSpec, make_optimizer
 
@@ -26,7 +28,13 @@ PUBLISHED = {
     "llama3.2-3b": (3072, 28, 24, 8, 128, 8192, 128256, True, 500000.0, 1e-5),
     "qwen2.5-3b": (2048, 36, 16, 2, 128, 11008, 151936, True, 1000000.0, 1e-6),
     "gemma2-2b": (2304, 26, 8, 4, 256, 9216, 256000, True, 10000.0, 1e-6),
+    # Qwen/Qwen3-4B-Base config.json; google/gemma-3-4b-pt config.json's text_config
+    "qwen3-4b": (2560, 36, 32, 8, 128, 9728, 151936, True, 1000000.0, 1e-6),
+    "gemma3-4b": (2560, 34, 8, 4, 256, 10240, 262208, True, 1000000.0, 1e-6),
 }
+# what a config.json does not hold: Gemma 3's pretraining context (its file has the 128K that
+# the RoPE rescaling at the end of pretraining reached)
+HF_EXTRA = {"gemma3-4b": ["model.seq_len=32768"]}
 
 
 def model_of(overrides: list[str]) -> dict:
@@ -50,6 +58,17 @@ def published_config(transformers, name: str):
     if name == "qwen2.5-3b":
         return transformers.Qwen2Config(**common, max_position_embeddings=32768,
                                         hidden_act="silu", use_sliding_window=False)
+    if name == "qwen3-4b":
+        return transformers.Qwen3Config(**common, head_dim=dh, max_position_embeddings=32768,
+                                        hidden_act="silu", attention_bias=False,
+                                        use_sliding_window=False, max_window_layers=36)
+    if name == "gemma3-4b":  # as published: the multimodal config, the text model inside
+        text = transformers.Gemma3TextConfig(
+            **{k: v for k, v in common.items() if k != "rope_theta"}, head_dim=dh,
+            max_position_embeddings=131072, query_pre_attn_scalar=256, sliding_window=1024,
+            sliding_window_pattern=6, rope_theta=theta, rope_local_base_freq=10000.0,
+            rope_scaling={"rope_type": "linear", "factor": 8.0})
+        return transformers.Gemma3Config(text_config=text.to_dict())
     if name == "gemma2-2b":
         return transformers.Gemma2Config(**common, head_dim=dh, max_position_embeddings=8192,
                                          query_pre_attn_scalar=256, sliding_window=4096,
@@ -89,34 +108,18 @@ def test_family_features_of_the_presets():
 
 
 # ---- model=hf --------------------------------------------------------------------------------
-def emitted(overrides: list[str]) -> dict:
-    """target.yaml's content for a composed target, with fixed winners (no training)."""
-    cfg = as_config(compose(overrides))
-    # what names the target, not what it is: the name and the file it came from
-    cfg.model.name, cfg.model.source, cfg.model.config = "target", "", None
-    plan = plan_proxies(cfg)
-    proxy = {**plan.derived, "vocab_size": 256, "data": "stdlib", "parametrization": "mup",
-             "tokens_per_trial": 1000, "width": 64, "validation_width": 256}
-    winners = {"lr": 2 ** -6.5, "batch_size": 16, "warmup_fraction": 0.05, "input_mult": 1.0,
-               "output_mult": 1.0, "init_std": 0.02, "attn_mult": 1.0, "weight_decay": 0.0,
-               "schedule": "cosine"}
-    t = emit.emit_target(dataclasses.asdict(cfg.model), base_width=64, winners=winners,
-                         proxy=proxy, validated=True, drift_log2=0.0, fingerprint="f",
-                         budget={}, created="now")
-    return t
-
-
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_hf_config_gives_the_presets_target_yaml(name, tmp_path, transformers):
     published_config(transformers, name).save_pretrained(tmp_path)
     tokens = model_of([f"model={name}"])["train_tokens"]
-    hf = [f"model.config={tmp_path}", f"model.train_tokens={tokens}"]
+    hf = [f"model.config={tmp_path}", f"model.train_tokens={tokens}", *HF_EXTRA.get(name, [])]
     a, b = model_of(["model=hf", *hf]), model_of([f"model={name}"])
     assert {k for k in a if a[k] != b[k]} == {"name", "source", "config"}
     assert emitted(["model=hf", *hf]) == emitted([f"model={name}"])
     # a folder or the file itself
     assert model_of(["model=hf", f"model.config={tmp_path / 'config.json'}",
                      f"model.train_tokens={tokens}"])["d_model"] == b["d_model"]
+    assert b["family"] in FAMILY_CLASSES or b["family"] == "llama"  # an own class, or Granite
 
 
 def test_a_command_line_field_wins_over_the_file(tmp_path, transformers):
@@ -130,7 +133,7 @@ def bad_hf(tmp_path, transformers, what: str) -> list[str]:
     if what == "missing file":
         return ["model=hf", f"model.config={tmp_path / 'nope.json'}", "model.train_tokens=1e12"]
     if what == "unsupported model_type":
-        transformers.MistralConfig().save_pretrained(tmp_path)
+        transformers.GPT2Config().save_pretrained(tmp_path)
         return ["model=hf", f"model.config={tmp_path}", "model.train_tokens=1e12"]
     if what == "no train_tokens":
         transformers.Qwen2Config().save_pretrained(tmp_path)
@@ -142,7 +145,7 @@ def bad_hf(tmp_path, transformers, what: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("what", "says"), [
-    ("missing file", "no such file"), ("unsupported model_type", "model_type 'mistral'"),
+    ("missing file", "no such file"), ("unsupported model_type", "model_type 'gpt2'"),
     ("no train_tokens", "model.train_tokens"), ("activation", "hidden_act='relu'")])
 def test_bad_hf_input_is_one_line_and_exit_2_with_nothing_written(what, says, tmp_path,
                                                                   transformers, capsys):
@@ -292,7 +295,9 @@ def family_target(name: str) -> dict:
 
 @pytest.mark.parametrize(("name", "cls"), [("qwen2.5-3b", "Qwen2Config"),
                                            ("gemma2-2b", "Gemma2Config"),
-                                           ("llama3.2-3b", "GraniteConfig")])
+                                           ("llama3.2-3b", "GraniteConfig"),
+                                           ("qwen3-4b", "Qwen3Config"),
+                                           ("gemma3-4b", "Gemma3TextConfig")])
 def test_hf_config_is_granite_where_it_can_be_else_the_familys(name, cls, tmp_path, transformers):
     from transfer.archive import Archive
     from transfer.outputs import hf

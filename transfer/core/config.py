@@ -20,7 +20,8 @@ from transfer.core.hparams import TUNABLE  # the stage spaces are checked agains
 
 PARAM_TYPES = ("float", "int", "categorical")
 MISSING = "???"  # OmegaConf's mandatory-value marker (omegaconf.MISSING), as a schema default
-FAMILIES = ("llama", "qwen2", "gemma2")  # the targets' Hugging Face families
+# the targets' Hugging Face families (model_type)
+FAMILIES = ("llama", "qwen2", "gemma2", "mistral", "qwen3", "olmo2", "gemma3_text", "smollm3")
 MLPS = ("swiglu", "geglu", "gelu")  # geglu: Gemma's gated tanh-GELU
 SCHEDULES = ("cosine", "linear", "wsd")  # the lr's decay after warmup (transfer.search.trainer)
 HORIZON_METHODS = ("two_budgets", "branched")  # validation.horizon_method
@@ -49,7 +50,7 @@ class ModelConf:
     norm_eps: float = rules.NORM_EPS  # RMSNorm/LayerNorm ε; the proxies use the target's
     # The family (its Hugging Face class) and its own features; the proxies keep each one,
     # except where it breaks μP (target.yaml: mup.family_changes says what and why).
-    family: str = "llama"  # llama | qwen2 | gemma2
+    family: str = "llama"  # one of FAMILIES
     config: str | None = None  # model=hf: the config.json (or its folder) these were read from
     d_head: int | None = None  # None: d_model / n_heads (Gemma 2: 256, not d_model / heads)
     qkv_bias: bool = False  # biases on q, k, v (Qwen2); vectors under μP, zero init
@@ -62,6 +63,14 @@ class ModelConf:
     embedding_normalizer: bool = False  # embeddings × √d_model (Gemma): not μP, see emit
     query_pre_attn_scalar: float | None = None  # Gemma 2: q·k × scalar^-½; μP's 1/d_head instead
     sliding_window: int | None = None  # local attention span (Gemma 2: every other layer)
+    # q/k RMSNorm before the rotation: "head" over head_dim per head (Qwen3, Gemma 3), "proj"
+    # over the whole q / k projection (OLMo 2); None: none. Its gains are vectors under μP.
+    qk_norm: str | None = None
+    reordered_norm: bool = False  # a norm on each branch's output only, none before (OLMo 2)
+    # every k-th layer global, the others local: sliding window, rope_local_theta (Gemma 3: 6)
+    sliding_window_pattern: int | None = None
+    rope_local_theta: float | None = None  # the local layers' rotary base (Gemma 3: 10000)
+    no_rope_interval: int | None = None  # every k-th layer without rotary positions (SmolLM3: 4)
 
 
 @dataclass
@@ -355,7 +364,8 @@ MODEL_SIZES = {"d_model": (1, 2**20), "n_layers": (1, 2**12), "n_heads": (1, 2**
                "n_kv_heads": (1, 2**12), "d_ff": (1, 2**22), "vocab_size": (2, 2**24),
                "seq_len": (1, 2**24), "d_head": (1, 2**14)}
 # optional positive reals (None: the feature is off)
-MODEL_POSITIVE = ("attn_softcap", "logit_softcap", "query_pre_attn_scalar", "sliding_window")
+MODEL_POSITIVE = ("attn_softcap", "logit_softcap", "query_pre_attn_scalar", "sliding_window",
+                  "sliding_window_pattern", "rope_local_theta", "no_rope_interval")
 
 
 def _is_whole(v: Any) -> bool:

@@ -34,7 +34,8 @@ def as_dict(obj: Any) -> dict:
 
 # ---- the target model ---------------------------------------------------------------------
 def target_params(model: Mapping | Any) -> dict:
-    """Exact parameter count of a Llama / Qwen2 / Gemma 2 decoder from ModelConf fields.
+    """Exact parameter count of a Llama-layout decoder (Llama, Qwen2 / 3, Gemma 2 / 3, Mistral,
+    OLMo 2, SmolLM3) from ModelConf fields.
 
     Returns n_params (everything), n_params_flops (the N of 6·N·D: all but the input embedding
     table; a tied table counts once, as the readout), and the pieces they are made of.
@@ -54,8 +55,11 @@ def target_params(model: Mapping | Any) -> dict:
     d_ff = int(m["d_ff"])
     ffn = (2 if mlp == "gelu" else 3) * d * d_ff
     ffn += (d_ff * (1 if mlp == "gelu" else 2) + d) * bool(m.get("mlp_bias"))
-    norms = 4 if m.get("sandwich_norm") else 2  # pre-attention, pre-MLP (+ after each: Gemma 2)
-    per_layer = attention + ffn + norms * d
+    # pre-attention, pre-MLP (none: OLMo 2), + after each branch (Gemma 2 / 3, OLMo 2)
+    norms = 2 * (not m.get("reordered_norm")) + 2 * bool(
+        m.get("sandwich_norm") or m.get("reordered_norm"))
+    qk_norm = {"head": 2 * d_head, "proj": q + kv}.get(m.get("qk_norm"), 0)  # q and k gains
+    per_layer = attention + ffn + norms * d + qk_norm
     embedding = int(m["vocab_size"]) * d
     tied = bool(m.get("tied_embeddings", False))
     readout = 0 if tied else embedding  # a tied readout reuses the embedding table

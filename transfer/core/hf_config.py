@@ -17,9 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from transfer.core.errors import UserError
+from transfer.core.hf_families import DEFAULTS, FAMILY_MAPPERS, text_config
 
 INSTALL_HINT = "pip install -e '.[hf]'"
-SUPPORTED = ("gemma2", "llama", "qwen2")  # model_type values with a mapping below
+# model_type values with a mapping below or in transfer.core.hf_families (gemma3: a multimodal
+# config.json, whose text_config is read)
+SUPPORTED = ("gemma2", "gemma3", "gemma3_text", "llama", "mistral", "olmo2", "qwen2", "qwen3",
+             "smollm3")
 
 
 def transformers_or_none():
@@ -127,7 +131,9 @@ def _fail(field: str, value: Any, why: str) -> None:
 
 
 def map_config(c: Mapping[str, Any]) -> dict[str, Any]:
-    """ModelConf fields from a config dict (AutoConfig's `to_dict()`)."""
+    """ModelConf fields from a config dict (AutoConfig's `to_dict()`; a multimodal Gemma 3's
+    text model)."""
+    c = text_config(c)
     kind = c.get("model_type")
     if kind not in SUPPORTED:
         raise UserError(f"model.config: model_type {kind!r} is not supported; supported: "
@@ -150,8 +156,10 @@ def map_config(c: Mapping[str, Any]) -> dict[str, Any]:
         "qkv_bias": False, "o_bias": False, "mlp_bias": bool(c.get("mlp_bias", False)),
         "norm_unit_offset": False, "sandwich_norm": False, "attn_softcap": None,
         "logit_softcap": None, "embedding_normalizer": False, "query_pre_attn_scalar": None,
-        "sliding_window": None,
+        "sliding_window": None, **DEFAULTS,
     }
+    if kind in FAMILY_MAPPERS:  # the newer families: transfer.core.hf_families
+        out.update(FAMILY_MAPPERS[kind](c))
     if kind in ("llama", "qwen2"):
         if c.get("hidden_act") != "silu":
             _fail("hidden_act", c.get("hidden_act"), "has no proxy: the proxies' gated MLP is "

@@ -24,13 +24,16 @@ HIDDEN_ATTN = ("attn_q", "attn_k", "attn_v", "attn_o")
 HIDDEN_MLP = ("mlp_gate", "mlp_up", "mlp_down")
 HIDDEN = HIDDEN_ATTN + HIDDEN_MLP
 MATRIX_ROLES = (*HIDDEN, "embedding", "position", "readout")
-IN_BLOCK = frozenset((*HIDDEN, "norm", "bias"))  # inside a residual branch: depth rules apply
+# inside a residual branch: depth rules apply
+IN_BLOCK = frozenset((*HIDDEN, "norm", "qk_norm", "bias"))
 KINDS = {**{r: "hidden" for r in HIDDEN}, "embedding": "embedding", "position": "embedding",
-         "readout": "readout", "norm": "vector", "final_norm": "vector", "bias": "vector"}
+         "readout": "readout", "norm": "vector", "qk_norm": "vector", "final_norm": "vector",
+         "bias": "vector"}
 
-# Parameter name → role, for GraniteForCausalLM, Qwen2ForCausalLM, Gemma2ForCausalLM (the Llama
-# layout; Gemma 2's four block norms) and proxies.TransformerFamily. Searched anywhere in the
-# name, so wrappers ("module.", "_orig_mod.") do not matter.
+# Parameter name → role, for GraniteForCausalLM and the families' own *ForCausalLM (Qwen2,
+# Qwen3, Mistral, SmolLM3: the Llama layout; Gemma 2 / 3's four block norms, OLMo 2's two after
+# the branches; Qwen3's, OLMo 2's and Gemma 3's q/k norms) and proxies.TransformerFamily.
+# Searched anywhere in the name, so wrappers ("module.", "_orig_mod.") do not matter.
 ROLE_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"(^|\.)embed_tokens\.weight$", "embedding"),  # Granite
     (r"(^|\.)lm_head\.weight$", "readout"),
@@ -41,6 +44,7 @@ ROLE_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"mlp\.gate_proj\.weight$", "mlp_gate"),
     (r"mlp\.up_proj\.weight$", "mlp_up"),
     (r"mlp\.down_proj\.weight$", "mlp_down"),
+    (r"attn\.(q|k)_norm\.weight$", "qk_norm"),  # either: self_attn.q_norm, attn.q_norm
     (r"(^|\.)(input_layernorm|post_attention_layernorm)\.weight$", "norm"),  # in a block
     (r"(^|\.)(pre_feedforward_layernorm|post_feedforward_layernorm)\.weight$", "norm"),  # Gemma 2
     (r"(^|\.)tok_emb\.weight$", "embedding"),  # proxies.TransformerFamily
@@ -69,8 +73,8 @@ GROUP_ROLES: dict[str, frozenset[str]] = {
     **{f"hidden_{r}": frozenset((r,)) for r in HIDDEN},  # hidden_attn_q, ..., hidden_mlp_down
     "embedding": frozenset(("embedding", "position")),
     "readout": frozenset(("readout",)),
-    "vector": frozenset(("norm", "final_norm", "bias")),
-    "vector_block": frozenset(("norm", "bias")),  # pre-branch norms, biases: depth rules
+    "vector": frozenset(("norm", "qk_norm", "final_norm", "bias")),
+    "vector_block": frozenset(("norm", "qk_norm", "bias")),  # block norms, biases: depth rules
     "vector_final": frozenset(("final_norm",)),  # outside every block
 }
 
@@ -79,7 +83,7 @@ APPLIES_TO = {
     "attn_o": "attention o", "mlp_gate": "MLP gate", "mlp_up": "MLP up", "mlp_down": "MLP down",
     "embedding": "input token embedding table", "position": "learned positions",
     "readout": "output projection to the vocabulary", "norm": "norm gains in the blocks",
-    "bias": "biases", "final_norm": "the final norm's gain",
+    "qk_norm": "q/k norm gains", "bias": "biases", "final_norm": "the final norm's gain",
 }
 
 
@@ -97,7 +101,7 @@ def role_of(name: str) -> str:
 class ParamClass:
     """One parameter's decided μP treatment."""
 
-    role: str  # attn_q … mlp_down, embedding, position, readout, norm, final_norm, bias
+    role: str  # attn_q … mlp_down, embedding, position, readout, norm, qk_norm, final_norm, bias
     kind: str  # hidden | embedding | readout | vector: which μP rule family
     fan_in: int  # the input dimension (last dim; a vector's only one)
     fan_out: int
@@ -143,9 +147,11 @@ def classify_named(shapes: Mapping[str, Iterable[int]], base_shapes: Mapping[str
 
 def role_shapes(*, d_model: int, n_heads: int, n_kv_heads: int, d_head: int, d_ff: int,
                 vocab_size: int, mlp: str = "swiglu", positions: str = "rope",
-                seq_len: int = 1, bias: bool = False) -> dict[str, tuple[int, ...]]:
+                seq_len: int = 1, bias: bool = False, qk_norm: int | None = None
+                ) -> dict[str, tuple[int, ...]]:
     """One layer's parameter shapes by role (every layer is the same), plus the embedding,
-    readout and final norm: what the emitter classifies at the target and at the base."""
+    readout and final norm: what the emitter classifies at the target and at the base.
+    `qk_norm`: the q norm gain's length (head_dim, or the whole q projection's), None: none."""
     out = {"embedding": (vocab_size, d_model), "attn_q": (n_heads * d_head, d_model),
            "attn_k": (n_kv_heads * d_head, d_model), "attn_v": (n_kv_heads * d_head, d_model),
            "attn_o": (d_model, n_heads * d_head)}
@@ -155,6 +161,8 @@ def role_shapes(*, d_model: int, n_heads: int, n_kv_heads: int, d_head: int, d_f
                 "final_norm": (d_model,), "readout": (vocab_size, d_model)})
     if positions == "learned":
         out["position"] = (seq_len, d_model)
+    if qk_norm:
+        out["qk_norm"] = (qk_norm,)
     if bias:  # any bias in a block (q/k/v, o, MLP): one vector class, its fan-in irrelevant
         out["bias"] = (d_model,)
     return out

@@ -3,17 +3,19 @@
 `init_(model, target)` draws every parameter with its group's μP σ (zero where the proxy had
 zero-init: the attention query, the untied readout by default); `param_groups(model, target)`
 returns one AdamW group per target.yaml group with its lr, weight decay and ε. Parameters are
-matched by role (name pattern, checked against shape) for a Hugging Face `GraniteForCausalLM`,
-`Qwen2ForCausalLM` and `Gemma2ForCausalLM`, and for the project's own family (`proxies/transformer.py`); each role is decided once, in
+matched by role (name pattern, checked against shape) for a Hugging Face `GraniteForCausalLM`
+and the families' own (`Qwen2`, `Qwen3`, `Mistral`, `Olmo2`, `SmolLM3`, `Gemma2`, `Gemma3`
+`...ForCausalLM`), and for the project's own family (`proxies/transformer.py`); each role is decided once, in
 `transfer.core.params`, and both functions read that one answer. An unknown parameter or group
 name is an error that names it. No mup package is needed: the numbers in target.yaml are already explicit.
 
-Qwen2's and Gemma 2's configs have no field for some μP multipliers (Granite's has them all).
-`init_` puts each where the model has one: the attention's `scaling` attribute and Gemma 2's
+The families' configs have no field for some μP multipliers (Granite's has them all).
+`init_` puts each where the model has one: the attention's `scaling` attribute and Gemma's
 embedding `embed_scale` buffer (both set in memory: set them again after reloading the model),
 and, where no such knob exists, into the parameter the multiplier multiplies (`multipliers`):
 the logits scale into the final norm's gain, CompleteP's residual multiplier into each branch's
-last matrix (Qwen2: o_proj, down_proj) or its post-norm gain (Gemma 2). A parameter × c trained
+last matrix (o_proj, down_proj) or, where a norm follows the branch, into that norm's gain
+(Gemma 2 / 3, OLMo 2). A parameter × c trained
 with lr × c, ε / c and weight decay / c is the same training under Adam; `param_groups` splits
 such parameters into their own groups. What is left for a trainer: `trainer_must_add`.
 """
@@ -133,18 +135,26 @@ def _zero_roles(group: Mapping) -> frozenset[str]:
     return frozenset(out)
 
 
+# Hugging Face class-name prefix → family (`multipliers`, `trainer_must_add`, `_set_knobs`)
+HF_FAMILIES = {"Qwen2": "qwen2", "Qwen3": "qwen3", "Mistral": "mistral", "Olmo2": "olmo2",
+               "SmolLM3": "smollm3", "Gemma2": "gemma2", "Gemma3": "gemma3_text"}
+GEMMAS = ("gemma2", "gemma3_text")  # an embed_scale buffer, (1 + w) gains
+
+
 def hf_family(model: nn.Module) -> str | None:
-    """qwen2 / gemma2 for those Hugging Face models (multipliers set by `init_`), else None."""
+    """The family of a Hugging Face model other than Granite (multipliers set by `init_`),
+    else None."""
     name = type(model).__name__
-    return "qwen2" if name.startswith("Qwen2") else "gemma2" if name.startswith("Gemma2") else None
+    return next((f for prefix, f in HF_FAMILIES.items() if name.startswith(prefix)), None)
 
 
 # parameter name → which μP multiplier it absorbs, per family (see the module docstring)
-ABSORB = {"qwen2": ((r"(^|\.)norm\.weight$", "logits_scale"),
-                    (r"(self_attn\.o_proj|mlp\.down_proj)\.(weight|bias)$", "residual_mult")),
-          "gemma2": ((r"(^|\.)norm\.weight$", "logits_scale"),
-                     (r"(post_attention_layernorm|post_feedforward_layernorm)\.weight$",
-                      "residual_mult"))}
+_FINAL_NORM = (r"(^|\.)norm\.weight$", "logits_scale")
+_BRANCH_END = (r"(self_attn\.o_proj|mlp\.down_proj)\.(weight|bias)$", "residual_mult")
+_POST_NORMS = (r"(post_attention_layernorm|post_feedforward_layernorm)\.weight$",
+               "residual_mult")
+ABSORB = {**{f: (_FINAL_NORM, _BRANCH_END) for f in ("qwen2", "qwen3", "mistral", "smollm3")},
+          **{f: (_FINAL_NORM, _POST_NORMS) for f in ("gemma2", "gemma3_text", "olmo2")}}
 
 
 def multipliers(model: nn.Module, target: Mapping) -> dict[str, float]:
@@ -162,10 +172,12 @@ def multipliers(model: nn.Module, target: Mapping) -> dict[str, float]:
 
 def trainer_must_add(model: nn.Module, target: Mapping) -> list[str]:
     """The μP multipliers `init_` cannot put into `model`: a trainer multiplies these itself."""
-    if hf_family(model) == "qwen2" and float(target["mup"].get(
+    fam = hf_family(model)
+    if fam not in (None, *GEMMAS) and float(target["mup"].get(
             "embedding_multiplier", target["mup"]["input_mult"])) != 1.0:
         return [f"the embedding output × {target['mup']['embedding_multiplier']:g} "
-                "(Qwen2 has no embedding multiplier, and its table is the tied readout)"]
+                f"({type(model).__name__} has no embedding multiplier, and a tied table is the "
+                "readout too)"]
     return []
 
 
@@ -178,14 +190,16 @@ def _set_knobs(model: nn.Module, target: Mapping) -> None:
     for m in model.modules():
         if fam and hasattr(m, "scaling") and hasattr(m, "q_proj"):
             m.scaling = float(mup["attn_scale"])  # Qwen2's was head_dim^-½
-        if fam == "gemma2" and hasattr(m, "embed_scale"):
+        if fam in GEMMAS and hasattr(m, "embed_scale"):
             m.embed_scale.fill_(float(mup.get("embedding_multiplier", mup["input_mult"])))
+            if hasattr(m, "scalar_embed_scale"):  # Gemma 3 re-fills the buffer from it
+                m.scalar_embed_scale = float(m.embed_scale)
 
 
 def init_(model: nn.Module, target: Mapping, *, seed: int = 0, strict: bool = True) -> nn.Module:
     """Initialise `model` in place by target.yaml's per-group σ; deterministic for `seed`,
     global RNG untouched. Zero where the group's zero_init says (or σ is 0), norm gains 1,
-    biases 0; on Qwen2 and Gemma 2 also the multipliers their configs cannot hold."""
+    biases 0; on the families' own models also the multipliers their configs cannot hold."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
     factor = multipliers(model, target)
     with torch.no_grad():

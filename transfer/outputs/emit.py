@@ -19,13 +19,19 @@ import yaml
 from transfer.core import params, rules
 from transfer.core.cost import as_dict, target_params
 from transfer.core.hparams import TUNABLE
+from transfer.outputs.family_notes import (  # noqa: F401 (SQRT_WIDTH_NOT_MUP: re-exported)
+    SQRT_WIDTH_NOT_MUP,
+    family_changes,
+    family_not_transferred,
+)
 from transfer.outputs.launch import launch_interval
 from transfer.outputs.train_block import train_block
 
 # The families' own features, written to target.yaml's model block where set.
 FAMILY_FEATURES = ("qkv_bias", "o_bias", "mlp_bias", "norm_unit_offset", "sandwich_norm",
                    "attn_softcap", "logit_softcap", "embedding_normalizer",
-                   "query_pre_attn_scalar", "sliding_window")
+                   "query_pre_attn_scalar", "sliding_window", "qk_norm", "reordered_norm",
+                   "sliding_window_pattern", "rope_local_theta", "no_rope_interval")
 WINNER_KEYS = TUNABLE + ("weight_decay", "schedule")  # what `winners` must hold: tuned + defaults
 DEFAULT_EPS = 1e-8  # torch AdamW / MuAdamW default: what the proxies trained with
 
@@ -90,35 +96,6 @@ def _mup_block(m: dict, base_width: int, w: dict, parametrization: str, proxy: d
     return out
 
 
-# The one sentence for Gemma's normaliser. The rule decides it, not the coordinate check: over
-# seeds the check does not separate embeddings × √width from a constant at the proxies' sizes
-# (tests/test_targets.py, benchmarks/RESULTS.md); a single seed's rejection was noise.
-SQRT_WIDTH_NOT_MUP = ("√d_model grows with width, so embeddings × √d_model grow with width: not "
-                      "μP (Tensor Programs V, Table 3: the input layer's multiplier is constant "
-                      "in width)")
-
-
-def family_changes(m: Mapping, mup: Mapping, base_width: int) -> list[dict]:
-    """Where the target family's own rule breaks μP, what the proxies (and this file) use
-    instead, with the family's value at the target."""
-    out = []
-    if m.get("embedding_normalizer"):
-        d = int(m["d_model"])
-        out.append({"name": "embedding_normalizer", "family": f"× √d_model = {d ** 0.5:.6g}",
-                    "mup": f"× {mup['embedding_multiplier']:.6g} at every width (input_mult "
-                           f"{mup['input_mult']:g} × √base_width = √{base_width}), tuned at "
-                           "the base (mup.embedding_multiplier)",
-                    "reason": SQRT_WIDTH_NOT_MUP})
-    if m.get("query_pre_attn_scalar"):
-        q = float(m["query_pre_attn_scalar"])
-        out.append({"name": "query_pre_attn_scalar", "family": f"q·k × {q:g}^-½ = {q ** -0.5:.6g}",
-                    "mup": f"q·k × attn_mult / d_head = {mup['attn_scale']:.6g} "
-                           "(mup.attn_scale; hf/config.json's query_pre_attn_scalar holds it)",
-                    "reason": "μP scales attention logits by 1/d_head (Tensor Programs V), as "
-                              "for every family's 1/√d_head"})
-    return out
-
-
 def target_classes(m: dict, base_width: int, proxy: dict) -> dict[str, params.ParamClass]:
     """{role: ParamClass} at the target, against the proxies' base model: the same
     classification the proxy family trains with (`transfer.core.params`). The base fan-ins are the
@@ -128,15 +105,18 @@ def target_classes(m: dict, base_width: int, proxy: dict) -> dict[str, params.Pa
     counts_d_head = int(m["d_model"]) // int(m["n_heads"])
     d_head = int(m.get("d_head") or counts_d_head)
     ffn = float(proxy.get("ffn_ratio") or int(m["d_ff"]) / int(m["d_model"]))
+    # the q norm gain: head_dim long, or the whole q projection (OLMo 2); a vector either way
+    qk = {"head": (d_head, int(proxy.get("d_head") or d_head)),
+          "proj": (int(m["n_heads"]) * d_head, base_width)}.get(m.get("qk_norm"), (None, None))
     common = dict(vocab_size=int(m["vocab_size"]), mlp=m.get("mlp", "swiglu"),
                   positions=m.get("positions", "rope"), seq_len=int(m["seq_len"]),
                   bias=any(m.get(k) for k in ("qkv_bias", "o_bias", "mlp_bias")))
     target = params.role_shapes(d_model=int(m["d_model"]), n_heads=int(m["n_heads"]),
                                 n_kv_heads=int(m["n_kv_heads"]), d_head=d_head,
-                                d_ff=int(m["d_ff"]), **common)
+                                d_ff=int(m["d_ff"]), qk_norm=qk[0], **common)
     # the proxy family has heads × d_head = width: only fan-ins (last dims) enter the multipliers
     base = params.role_shapes(d_model=base_width, n_heads=1, n_kv_heads=1, d_head=base_width,
-                              d_ff=round(ffn * base_width), **common)
+                              d_ff=round(ffn * base_width), qk_norm=qk[1], **common)
     return {r: params.classify(r, s, base[r], depth_mult=m_l) for r, s in target.items()}
 
 
@@ -312,11 +292,7 @@ def _not_transferred(m: dict, w: dict, proxy: dict, d_head: int, train: dict,
                                 f"pretraining one, far beyond the proxies' {p_seq} tokens: the "
                                 "proxies use the plain rope_theta, and it does not bear on the "
                                 "lr (hf/config.json carries it)"})
-    if m.get("sliding_window"):
-        items.append({"name": "sliding_window", "value": int(m["sliding_window"]),
-                      "reason": f"local attention over {m['sliding_window']} tokens is wider than "
-                                f"the proxies' whole context ({p_seq}): on them it is global "
-                                "attention, and a window does not bear on the lr"})
+    items += family_not_transferred(m, proxy)
     target_group = int(m["n_heads"]) // int(m["n_kv_heads"])
     if proxy.get("kv_group") is not None and proxy["kv_group"] != target_group:
         items.append({"name": "kv_group", "value": target_group,

@@ -63,6 +63,13 @@ def not_granite(m: Mapping) -> str | None:
     if bool(m.get("qkv_bias")) != bool(m.get("o_bias")):
         return ("biases on q/k/v but not on the output projection (Granite's one attention_bias "
                 "covers all four)")
+    for key, what in (("qk_norm", "q/k norms"), ("reordered_norm", "norms after the branches"),
+                      ("sliding_window", "a sliding window"),
+                      ("sliding_window_pattern", "local and global layers"),
+                      ("rope_local_theta", "a local rotary base"),
+                      ("no_rope_interval", "layers without rotary positions")):
+        if m.get(key):
+            return what
     return None
 
 
@@ -121,13 +128,18 @@ def granite_config_dict(target: Mapping) -> dict[str, Any]:
 
 # family → (transformers config class, model class) for targets Granite cannot express
 FAMILY_CLASSES = {"qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
-                  "gemma2": ("Gemma2Config", "Gemma2ForCausalLM")}
+                  "gemma2": ("Gemma2Config", "Gemma2ForCausalLM"),
+                  "mistral": ("MistralConfig", "MistralForCausalLM"),
+                  "qwen3": ("Qwen3Config", "Qwen3ForCausalLM"),
+                  "olmo2": ("Olmo2Config", "Olmo2ForCausalLM"),
+                  "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
+                  "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM")}
 
 
 def family_config_dict(target: Mapping) -> dict[str, Any]:
-    """The family's own config (Qwen2Config, Gemma2Config) for the target. It holds the shapes
-    and the family's features; the μP multipliers it has no field for are set by
-    `transfer.outputs.apply.init_` (docs/trainer.md): Gemma 2's query_pre_attn_scalar holds μP's
+    """The family's own config (Qwen2Config, Gemma2Config, ...) for the target. It holds the
+    shapes and the family's features; the μP multipliers it has no field for are set by
+    `transfer.outputs.apply.init_` (docs/trainer.md): Gemma's query_pre_attn_scalar holds μP's
     attention scale (scale = scalar^-½) where it is an integer."""
     m, mup = target["model"], target["mup"]
     fam = m.get("family")
@@ -149,7 +161,7 @@ def family_config_dict(target: Mapping) -> dict[str, Any]:
     if fam == "qwen2":  # q/k/v biases are Qwen2Attention's own (o_proj has none)
         out.update(hidden_act="silu", use_sliding_window=bool(m.get("sliding_window")),
                    sliding_window=m.get("sliding_window"))
-    else:
+    elif fam == "gemma2":
         out.update(head_dim=int(mup["d_head"]), hidden_activation="gelu_pytorch_tanh",
                    # an int field: exact at attn_mult 1 ((d_head / attn_mult)²); apply.init_
                    # sets the attention's scaling exactly either way
@@ -158,7 +170,69 @@ def family_config_dict(target: Mapping) -> dict[str, Any]:
                    final_logit_softcapping=m.get("logit_softcap"),
                    sliding_window=m.get("sliding_window"),
                    attention_bias=bool(m.get("qkv_bias", False)))
+    else:
+        out.update(NEWER_FAMILIES[fam](m, mup))
     return out
+
+
+def layer_types(m: Mapping) -> list[str] | None:
+    """transformers' per-layer attention kinds: every sliding_window_pattern-th layer global,
+    the others local; every layer local with a window and no pattern; None: all global."""
+    k, n = m.get("sliding_window_pattern"), int(m["n_layers"])
+    if not k and not m.get("sliding_window"):
+        return None
+    return ["full_attention" if k and (i + 1) % int(k) == 0 else "sliding_attention"
+            for i in range(n)]
+
+
+def _llama_like(m: Mapping, mup: Mapping) -> dict[str, Any]:
+    """Mistral, Qwen3, OLMo 2 and SmolLM3 share Llama's fields: SiLU, head_dim, biases and the
+    rope scaling as in the published config.json."""
+    out = {"hidden_act": "silu", "head_dim": int(mup["d_head"]),
+           "attention_bias": bool(m.get("qkv_bias", False))}
+    if m.get("rope_scaling"):
+        out["rope_scaling"] = dict(m["rope_scaling"])
+    return out
+
+
+def _gemma3(m: Mapping, mup: Mapping) -> dict[str, Any]:
+    """Gemma 2's fields, plus each layer's kind and the two rotary bases per kind."""
+    full = {"rope_type": "default", **(m.get("rope_scaling") or {}),
+            "rope_theta": float(m.get("rope_theta", DEFAULT_ROPE_THETA))}
+    local = {"rope_type": "default",
+             "rope_theta": float(m.get("rope_local_theta") or full["rope_theta"])}
+    return {"head_dim": int(mup["d_head"]), "hidden_activation": "gelu_pytorch_tanh",
+            "query_pre_attn_scalar": round(float(mup["attn_scale"]) ** -2),
+            "attn_logit_softcapping": m.get("attn_softcap"),
+            "final_logit_softcapping": m.get("logit_softcap"),
+            "sliding_window": m.get("sliding_window"),
+            "layer_types": layer_types(m) or ["full_attention"] * int(m["n_layers"]),
+            "rope_parameters": {"full_attention": full, "sliding_attention": local},
+            "attention_bias": bool(m.get("qkv_bias", False))}
+
+
+def _window(m: Mapping) -> dict[str, Any]:
+    """Qwen3's and SmolLM3's window switch and layer kinds."""
+    kinds = layer_types(m)
+    return {"use_sliding_window": kinds is not None, "sliding_window": m.get("sliding_window"),
+            **({"layer_types": kinds} if kinds else {})}
+
+
+def _smollm3(m: Mapping, mup: Mapping) -> dict[str, Any]:
+    k, n = m.get("no_rope_interval"), int(m["n_layers"])
+    return {**_llama_like(m, mup), **_window(m), "mlp_bias": bool(m.get("mlp_bias")),
+            "no_rope_layer_interval": int(k or n + 1),
+            "no_rope_layers": [int(not k or (i + 1) % int(k) != 0) for i in range(n)]}
+
+
+# family → its own fields beyond the shapes (the older two are written in family_config_dict)
+NEWER_FAMILIES = {
+    "mistral": lambda m, mup: {**_llama_like(m, mup), "sliding_window": m.get("sliding_window")},
+    "qwen3": lambda m, mup: {**_llama_like(m, mup), **_window(m)},
+    "olmo2": _llama_like,
+    "gemma3_text": _gemma3,
+    "smollm3": _smollm3,
+}
 
 
 def hf_config(target: Mapping, **overrides: Any):
@@ -166,6 +240,9 @@ def hf_config(target: Mapping, **overrides: Any):
     transformers = transformers_or_none()
     if transformers is None:
         raise ImportError(f"transformers is not installed: {INSTALL_HINT}")
+    if "num_hidden_layers" in overrides:  # per-layer lists (layer_types, ...) follow the depth
+        target = {**target, "model": {**target["model"],
+                                      "n_layers": int(overrides["num_hidden_layers"])}}
     d = {**config_dict(target), **overrides}
     cls = ("GraniteConfig" if d["model_type"] == "granite"
            else FAMILY_CLASSES[d["model_type"]][0])
@@ -173,7 +250,7 @@ def hf_config(target: Mapping, **overrides: Any):
 
 
 def hf_model(run_dir: Path | str, **overrides: Any):
-    """The model class hf/config.json names (Granite, Qwen2 or Gemma 2), freshly drawn from
+    """The model class hf/config.json names (Granite or the family's own), freshly drawn from
     `run_dir / "hf"` with `overrides`; `transfer.outputs.apply.init_` then sets the μP init and
     the multipliers the config has no field for. Nothing is downloaded."""
     transformers = transformers_or_none()

@@ -71,16 +71,34 @@ def _depth_grid_width(cfg: Config, d_head: int) -> tuple[int, ...]:
     return (int(w),)
 
 
-def family_features(m, base_width: int) -> dict:
+def family_features(m, base_width: int, seq_len: int) -> dict:
     """The target family's own features the proxies keep (Qwen2's biases, Gemma 2's norms and
-    soft-capping), only those set: a Llama target derives none, so its proxies and fingerprint
+    soft-capping, q/k norms, OLMo 2's reordered norms, SmolLM3's NoPE layers, Gemma 3's local
+    layers), only those set: a Llama target derives none, so its proxies and fingerprint
     are as before. Gemma's embedding normaliser √d_model grows with width, which μP forbids: the
     proxies hold its value at the base width, √base_width, at every width (emit says so)."""
     out = {k: getattr(m, k) for k in ("qkv_bias", "o_bias", "mlp_bias", "norm_unit_offset",
-                                      "sandwich_norm", "attn_softcap", "logit_softcap")
+                                      "sandwich_norm", "attn_softcap", "logit_softcap",
+                                      "qk_norm", "reordered_norm", "no_rope_interval")
            if getattr(m, k)}
     if m.embedding_normalizer:
         out["embedding_scale"] = math.sqrt(base_width)
+    return {**out, **_local_layers(m, seq_len)}
+
+
+def _local_layers(m, seq_len: int) -> dict:
+    """The local layers' window and rotary base. A window as long as the proxies' context
+    (`seq_len`) changes nothing on them and is left out (emit lists it as not transferred), as
+    is Qwen2's, whose local layers (max_window_layers) are not kept; Gemma 2's local layers are
+    every other one."""
+    pattern = m.sliding_window_pattern or (2 if m.family == "gemma2" else None)
+    out = {}
+    if m.sliding_window and m.sliding_window < seq_len and m.family != "qwen2":
+        out["sliding_window"] = int(m.sliding_window)
+    if m.rope_local_theta is not None:
+        out["rope_local_theta"] = float(m.rope_local_theta)
+    if out and pattern:
+        out["sliding_window_pattern"] = int(pattern)
     return out
 
 
@@ -122,7 +140,7 @@ def plan_proxies(cfg: Config) -> ProxyPlan:
         "depth_alpha": float(p.depth_alpha),
         "base_depth": int(p.base_depth or n_layers),
     }
-    derived.update(family_features(m, base_width))
+    derived.update(family_features(m, base_width, seq_len))
     # depth, head dimension and context differences are stated by the emitter itself
     notes = [kv_note] if kv_note else []
     return ProxyPlan(None, width, validation_width, base_width, derived, notes, widths,
