@@ -172,3 +172,14 @@ def slurm_cluster() -> str:
         pytest.skip(msg)
     default = next((p for p, *_ in up if p.endswith("*")), up[0][0])
     return default.rstrip("*")
+
+
+@pytest.fixture(scope="session")
+def transformers():
+    """The `transformers` module (the `[hf]` extra), or the test skipped naming the install."""
+    from transfer.core.hf_config import INSTALL_HINT, transformers_or_none
+
+    mod = transformers_or_none()
+    if mod is None:
+        pytest.skip(f"transformers not installed ({INSTALL_HINT})")
+    return mod

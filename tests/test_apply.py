@@ -18,13 +18,6 @@ HIDDEN_GROUPS = ("hidden_attn", "hidden_mlp_in", "hidden_mlp_down")
 TOL = 0.05  # relative σ tolerance: ≥ 8k draws per group, so the standard error is < 1 %
 
 
-@pytest.fixture(scope="module")
-def transformers():
-    mod = hf.transformers_or_none()
-    if mod is None:
-        pytest.skip(f"transformers not installed ({hf.INSTALL_HINT})")
-    return mod
-
 
 def granite(transformers, target: dict, **overrides):
     return transformers.GraniteForCausalLM(hf.granite_config(target, **overrides))

@@ -14,14 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from transfer.outputs.compare import (
-    Family,
-    basin_octaves,
-    compare,
-    leaders,
-    lr_sensitivity,
-    markdown,
-)
+from transfer.outputs.compare import Family, basin_octaves, compare, leaders, lr_sensitivity
+from transfer.outputs.compare_report import markdown
 
 XS = np.arange(-3.0, 3.01, 0.5)  # a log2-lr grid, half-octave steps
 

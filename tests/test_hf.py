@@ -20,14 +20,6 @@ from transfer.core.compose import as_config, compose
 from transfer.outputs import apply, hf
 
 
-@pytest.fixture(scope="module")
-def transformers():
-    mod = hf.transformers_or_none()
-    if mod is None:
-        pytest.skip(f"transformers not installed ({hf.INSTALL_HINT})")
-    return mod
-
-
 # ---- the pure mapping (no transformers needed) ----------------------------------------------
 def test_config_dict_carries_target_shapes():
     d = hf.config_dict(small_target())

@@ -22,7 +22,6 @@ from transfer.cli.sweep import sweep
 from transfer.core.compose import as_config, compose
 from transfer.core.cost import target_params
 from transfer.core.errors import UserError
-from transfer.core.hf_config import transformers_or_none
 from transfer.outputs import apply, hf
 from transfer.search.family import plan_proxies
 from transfer.search.trainer import TrainSpec, make_optimizer
@@ -91,13 +90,6 @@ CLASSES = {"mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM",
 SMALL_HF = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                 num_attention_heads=4, num_key_value_heads=2)
 
-
-@pytest.fixture(scope="module")
-def transformers():
-    mod = transformers_or_none()
-    if mod is None:
-        pytest.skip("transformers not installed")
-    return mod
 
 
 def write_config(tmp_path, name: str, **changes) -> list[str]:

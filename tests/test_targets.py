@@ -17,7 +17,6 @@ from proxies import TransformerFamily
 from transfer.cli.sweep import sweep
 from transfer.core.compose import as_config, compose
 from transfer.core.errors import UserError
-from transfer.core.hf_config import transformers_or_none
 from transfer.outputs.hf import FAMILY_CLASSES
 from transfer.search.family import plan_proxies
 from transfer.search.trainer import TrainSpec, make_optimizer
@@ -40,13 +39,6 @@ HF_EXTRA = {"gemma3-4b": ["model.seq_len=32768"]}
 def model_of(overrides: list[str]) -> dict:
     return dataclasses.asdict(as_config(compose(overrides)).model)
 
-
-@pytest.fixture(scope="module")
-def transformers():
-    mod = transformers_or_none()
-    if mod is None:
-        pytest.skip("transformers not installed")
-    return mod
 
 
 def published_config(transformers, name: str):

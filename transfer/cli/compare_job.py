@@ -9,7 +9,8 @@ from pathlib import Path
 from transfer.archive import code_version
 from transfer.core.compose import as_config, compose
 from transfer.core.errors import UserError
-from transfer.outputs.compare import compare, family_from_run, markdown, write_comparison
+from transfer.outputs.compare import compare, family_from_run
+from transfer.outputs.compare_report import markdown, write_comparison
 from transfer.run.planner import plan_sweep
 
 FINISHED = ("finished", "rejected", "inconclusive")  # run.json statuses with a verdict

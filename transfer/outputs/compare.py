@@ -37,8 +37,8 @@ RANKING_CAVEAT = (
     "columns as a check of each family's proxies, the transfer and stability columns as what "
     "`transfer` measures for the target.")
 
-__all__ = ["CONFIDENCE", "Family", "RANKING_CAVEAT", "compare", "family_from_run",
-           "lr_sensitivity", "basin_octaves", "write_comparison"]
+__all__ = ["CONFIDENCE", "RANKED", "RANKING_CAVEAT", "Family", "basin_octaves", "compare",
+           "family_from_run", "finite", "leaders", "lr_sensitivity", "quiet", "seed_matrix"]
 
 
 @dataclass
@@ -84,7 +84,8 @@ def family_from_run(model: str, run_dir: Path) -> Family:
         model=model, run=run_dir.name,
         status=STATUS.get(str(run.get("status")), str(v.get("outcome"))),
         curves={int(w): c for w, c in v["curves"].items()},
-        best_log2_lr={int(w): float(x) for w, x in v.get("best_log2_lr", {}).items()},
+        best_log2_lr={int(w): math.nan if x is None else float(x)
+                      for w, x in v.get("best_log2_lr", {}).items()},
         best_log2_lr_ci={int(w): list(c) for w, c in v.get("best_log2_lr_ci", {}).items()},
         trials=trials, vocab_size=int((cfg.get("derived") or {}).get("vocab_size", 256)),
         tokens=float((cfg.get("train") or {}).get("tokens", math.nan)),
@@ -276,12 +277,12 @@ RANKED = {"loss_equal_tokens": ("best loss, equal tokens", -1),
 
 
 def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
-    if not all(map(_finite, (*a, *b))):
+    if not all(map(finite, (*a, *b))):
         return True  # an interval that is not finite cannot separate anything
     return a[0] <= b[1] and b[0] <= a[1]
 
 
-def _finite(x) -> bool:
+def finite(x) -> bool:
     return x is not None and isinstance(x, int | float) and math.isfinite(x)
 
 
@@ -289,7 +290,7 @@ def leaders(rows: list[dict], metric: str, sign: int) -> dict:
     """The family whose value is best, and the families its interval cannot be told apart from
     (overlapping intervals). {"best": model or None, "tied": [models]}: best is None where the
     leader's interval overlaps another's."""
-    have = [r for r in rows if _finite(r[metric]["value"])]
+    have = [r for r in rows if finite(r[metric]["value"])]
     if len(have) < 2:
         return {"best": None, "tied": [r["model"] for r in have]}
     top = min(have, key=lambda r: -sign * r[metric]["value"])
@@ -331,98 +332,3 @@ def compare(families: list[Family], *, confidence: float = CONFIDENCE,
                                              "optimum minus the optimum at the widest proxy; "
                                              "'lower' where nothing diverged",
                 "intervals": f"{confidence:.0%} percentile bootstrap over the grid's seeds"}}
-
-
-def _fmt(m: Mapping, spec: str = ".3f") -> str:
-    v, ci = m.get("value"), m.get("ci") or [math.nan, math.nan]
-    if not _finite(v):
-        return "—"
-    s = f"{v:{spec}}"
-    if m.get("bound") == "lower":
-        s = "≥ " + s
-    if all(map(_finite, ci)):
-        s += f" [{ci[0]:{spec}}, {ci[1]:{spec}}]"
-    return s
-
-
-def _lr(m: Mapping) -> str:
-    v, ci = m.get("value"), m.get("ci") or [math.nan, math.nan]
-    if not _finite(v):
-        return "—"
-    return f"{v:.3g}" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if all(map(_finite, ci)) else
-                         " (interval unbounded)")
-
-
-def markdown(result: Mapping, *, commit: str | None = None) -> str:
-    """compare.md: the table, who leads where (or cannot be told apart), the caveat."""
-    rows = result["rows"]
-    conf = f"{result['confidence']:.0%}"
-    head = ["family", "verdict", "launch lr", *[RANKED[m][0] for m in RANKED], "coord slope",
-            "GPU-h", "days", "USD"]
-    lines = [f"# Families compared ({conf} intervals over seeds)", ""]
-    if commit:
-        lines += [f"Code: `{commit}`.", ""]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        cells = [f"{r['model']} (`{r['run']}`)", r["verdict"], _lr(r["lr"]),
-                 _fmt(r["loss_equal_tokens"]), _fmt(r["loss_equal_flops"]),
-                 _fmt(r["basin_octaves"], ".2f"), _fmt(r["lr_sensitivity"]),
-                 _fmt(r["divergence_margin_octaves"], ".2f"),
-                 _fmt(r["coord_max_abs_slope"], ".2f"), f"{r['gpu_hours']:.3g}",
-                 f"{r['days']:.3g}", f"${r['usd']:,.0f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "## Who leads"]
-    for m, (name, _) in RANKED.items():
-        ld = result["leaders"][m]
-        if ld["best"]:
-            lines.append(f"- {name}: **{ld['best']}**, its interval clear of every other's.")
-        elif ld["tied"]:
-            lines.append(f"- {name}: {', '.join(ld['tied'])} cannot be told apart "
-                         "(their intervals overlap).")
-        else:
-            lines.append(f"- {name}: not measured for two or more families.")
-    eq = result.get("equal_flops")
-    lines += ["", "## Definitions"]
-    lines += [f"- {k}: {v}" for k, v in result["definitions"].items()]
-    if eq:
-        lines.append(f"- equal_flops: {eq:.3g} FLOPs per trial")
-    lines += ["", "## Verdicts not passed"]
-    lines += [f"- {r['model']}: {r['verdict']}: {'; '.join(r['reasons'])[:600]}" for r in rows
-              if r["verdict"] != "passed"] or ["- none"]
-    lines += ["", "## What a proxy-scale ranking is worth", RANKING_CAVEAT, ""]
-    return "\n".join(lines)
-
-
-def _jsonable(x):
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.generic):
-        return _jsonable(x.item())
-    return x
-
-
-def write_comparison(out_dir: Path, families: list[Family], result: Mapping, *,
-                     commit: str | None = None) -> list[Path]:
-    """compare.md, compare.json and plots/ into `out_dir`, each written whole (a temporary file
-    renamed), so a failed write leaves the last comparison as it was."""
-    from transfer.outputs.compare_plots import curves_png, trajectories_png
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = {"compare.md": markdown(result, commit=commit).encode(),
-             "compare.json": json.dumps(_jsonable({**result, "commit": commit}), indent=1,
-                                        allow_nan=False).encode(),
-             "plots/lr_curves.png": curves_png(families),
-             "plots/trajectories.png": trajectories_png(families)}
-    written = []
-    for rel, data in files.items():
-        path = out_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
-        written.append(path)
-    return written
