@@ -191,6 +191,25 @@ def test_coord_seeds(capsys, tmp_path):
     assert sp["status"]["0.25"] == "rejected" and sp["ci"][0] > 0.25  # SP: far above
 
 
+def test_design_replay(tmp_path, capsys):
+    """Every design replayed on a real (smoke) run folder: a row each, priced against today's."""
+    from helpers_sweep import TINY, only_run
+
+    from transfer.cli.sweep import sweep
+
+    archive = tmp_path / "sweeps"
+    sweep(compose_cfg([*TINY, "validation.seeds=2", f"archive_dir={archive}"]))
+    out_json = tmp_path / "replay.json"
+    bench("design_replay").main(["--runs", str(only_run(archive)), "--draws", "2",
+                                 "--out", str(out_json)])
+    rows = json.loads(out_json.read_text())
+    assert [r["design"] for r in rows] == list(bench("design_replay").DESIGNS)
+    assert rows[0]["ratio"] == 1.0 and all(0 <= r["coverage"] <= 1 for r in rows)
+    assert all(r["seconds"] > 0 for r in rows)
+    with pytest.raises(SystemExit):
+        bench("design_replay").main(["--runs", str(tmp_path)])  # not a run folder
+
+
 def test_coord_seeds_refuses_one_seed():
     with pytest.raises(SystemExit):
         bench("coord_seeds").main(["--group", "1"])
