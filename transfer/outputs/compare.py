@@ -92,7 +92,13 @@ def family_from_run(model: str, run_dir: Path) -> Family:
         coord=v.get("coord_check") or {}, depth_coord=_depth_coord(depth),
         cost=(_read(run_dir / "cost.json") or {}).get("target", {}),
         train=target.get("train") or {},
-        reasons=list(v.get("rejected_because") or []) + list(v.get("inconclusive_because") or []))
+        reasons=_reasons(v, "width") + _reasons(depth, "depth"))
+
+
+def _reasons(verdict: Mapping, axis: str) -> list[str]:
+    """A verdict's reasons (rejections first), each naming the check it came from."""
+    return [f"{axis}: {r}" for r in list(verdict.get("rejected_because") or []) +
+            list(verdict.get("inconclusive_because") or [])]
 
 
 def _depth_coord(depth: Mapping) -> dict:

@@ -47,14 +47,15 @@ def markdown(result: Mapping, *, commit: str | None = None) -> str:
     """compare.md: the table, who leads where (or cannot be told apart), the caveat."""
     rows = result["rows"]
     conf = f"{result['confidence']:.0%}"
-    head = ["family", "verdict", "launch lr", *[RANKED[m][0] for m in RANKED], "coord slopes",
+    head = ["family", "verdict", "lr at the target", *[RANKED[m][0] for m in RANKED],
+            "coord slopes",
             "GPU-h", "days", "USD"]
     lines = [f"# Families compared ({conf} intervals over seeds)", ""]
     if commit:
         lines += [f"Code: `{commit}`.", ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [f"{r['model']} (`{r['run']}`)", r["verdict"], _lr(r["lr"]),
+        cells = [f"{r['model']} (`{r['run']}`)", r["verdict"], _lr(r["lr_transferred"]),
                  _fmt(r["loss_equal_tokens"]), _fmt(r["loss_equal_flops"]),
                  _fmt(r["basin_octaves"], ".2f"), _fmt(r["lr_sensitivity"]),
                  _fmt(r["divergence_margin_octaves"], ".2f"),
@@ -72,12 +73,18 @@ def markdown(result: Mapping, *, commit: str | None = None) -> str:
         else:
             lines.append(f"- {name}: not measured for two or more families.")
     eq = result.get("equal_flops")
-    lines += ["", "## Definitions"]
+    lines += ["", "## Definitions",
+              "- lr at the target: the transferred lr at the target's width (and depth where the "
+              "depth check ran) with the verdict's interval (target.yaml `train.lr_transferred`); "
+              "the launch lr, after the horizon and batch rules, is in compare.json (`lr`)",
+              "- seeds: " + ", ".join(f"{r['model']} {r['seeds']}" for r in rows) + " at the "
+              "widest proxy; a bootstrap over 3 seeds has 10 distinct draws, so its intervals "
+              "are coarse and can end at the estimate"]
     lines += [f"- {k}: {v}" for k, v in result["definitions"].items()]
     if eq:
         lines.append(f"- equal_flops: {eq:.3g} FLOPs per trial")
     lines += ["", "## Verdicts not passed"]
-    lines += [f"- {r['model']}: {r['verdict']}: {'; '.join(r['reasons'])[:600]}" for r in rows
+    lines += [f"- {r['model']}: {r['verdict']}: {'; '.join(r['reasons'])}" for r in rows
               if r["verdict"] != "passed"] or ["- none"]
     lines += ["", "## What a proxy-scale ranking is worth", RANKING_CAVEAT, ""]
     return "\n".join(lines)
