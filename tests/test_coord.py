@@ -257,6 +257,8 @@ def _curves(opt: float, widths=(64, 128, 256), seeds=4):
     ({"status": REJECTED, "passed": False, "max_abs_slope": 2.7,
       "max_abs_slope_ci": [2.4, 3.0], "seeds": 8}, "rejected", "coordinate check failed"),
     ({"passed": False, "max_abs_slope": 0.9}, "rejected", "coordinate check failed"),  # old
+    ({"status": INCONCLUSIVE, "passed": False, "max_abs_slope": 0.3,
+      "max_abs_slope_ci": [None, None], "seeds": 1}, "inconclusive", "no interval"),  # JSON
 ])
 def test_the_verdict_rejects_only_on_an_interval_above_the_limit(coord, outcome, says):
     v = judge(_curves(-6.0), None, -6.0, Limits(min_curvature_snr=0.0), coord=coord)

@@ -301,14 +301,17 @@ def _coord_rules(coord: Mapping, ax: str, max_slope: float, rej: list[str],
     if not coord:
         return
     status = coord.get("status") or ("passed" if coord.get("passed") else "rejected")
-    ci = coord.get("max_abs_slope_ci") or [math.nan, math.nan]
+    ci = [math.nan if c is None else float(c)
+          for c in (coord.get("max_abs_slope_ci") or [math.nan, math.nan])]
     said = (f"max |slope| {coord.get('max_abs_slope', math.nan):.2f} "
             f"[{ci[0]:.2f}, {ci[1]:.2f}] over {coord.get('seeds', 1)} seed(s) in log2-log2, "
             f"allowed {coord.get('max_slope', max_slope)}")
     if status == "rejected":
         rej.append(f"coordinate check failed: activation size changes with {ax} ({said})")
     elif status == "inconclusive":
-        unk.append(f"coordinate check cannot tell: its interval straddles the limit ({said}); "
+        why = ("its interval straddles the limit" if all(map(math.isfinite, ci)) else
+               "one seed gives no interval")
+        unk.append(f"coordinate check cannot tell: {why} ({said}); "
                    "more seeds (validation.coord_seeds) narrow it")
 
 
@@ -426,7 +429,8 @@ def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: dict[str, str
 
 def coord_text(coord: Mapping) -> str:
     """The coordinate check's max |slope| with its interval where it has one: '0.12 [0.08, 0.19]'."""
-    ci = coord.get("max_abs_slope_ci") or [math.nan, math.nan]
+    ci = [math.nan if c is None else float(c)
+          for c in (coord.get("max_abs_slope_ci") or [math.nan, math.nan])]
     at = f"{coord.get('max_abs_slope', math.nan):.2f}"
     return at + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if all(map(math.isfinite, ci)) else "")
 
