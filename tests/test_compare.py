@@ -85,6 +85,10 @@ def test_the_comparison_measures_each_family_with_intervals():
     for r in rows.values():
         lo, hi = r["loss_equal_tokens"]["ci"]
         assert lo <= r["loss_equal_tokens"]["value"] <= hi
+    assert rows["sharp"]["lr_transferred"]["spans"] == ""
+    broad.spans = "width only: the depth check was inconclusive"
+    row = compare([sharp, broad], n_boot=50)["rows"][1]
+    assert row["lr_transferred"]["spans"] == "width only"
     text = markdown(out)
     assert "DataDecide" in text and "arXiv 2504.11393" in text and "| sharp (`sharp-run`)" in text
 

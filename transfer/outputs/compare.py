@@ -59,6 +59,7 @@ class Family:
     cost: dict = field(default_factory=dict)
     train: dict = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
+    spans: str = ""  # target.yaml provenance.lr.interval_spans ("width only: …", …)
 
 
 def _read(path: Path):
@@ -92,6 +93,7 @@ def family_from_run(model: str, run_dir: Path) -> Family:
         coord=v.get("coord_check") or {}, depth_coord=_depth_coord(depth),
         cost=(_read(run_dir / "cost.json") or {}).get("target", {}),
         train=target.get("train") or {},
+        spans=str(((target.get("provenance") or {}).get("lr") or {}).get("interval_spans") or ""),
         reasons=_reasons(v, "width") + _reasons(depth, "depth"))
 
 
@@ -249,6 +251,7 @@ def family_metrics(f: Family, *, flops: float | None, confidence: float = CONFID
         "seeds": int(ys.shape[1]), "tokens": f.tokens,
         "lr": {"value": train.get("lr", math.nan), "ci": list(lr_ci)},
         "lr_transferred": {"value": train.get("lr_transferred", math.nan),
+                           "spans": f.spans.split(":")[0],
                            "ci": list(train.get("lr_transferred_interval") or
                                       [math.nan, math.nan])},
         "loss_equal_tokens": _metric(ys, np.nanmin, confidence, n_boot, 0),

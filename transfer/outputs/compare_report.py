@@ -39,8 +39,9 @@ def _lr(m: Mapping) -> str:
     v, ci = m.get("value"), m.get("ci") or [math.nan, math.nan]
     if not finite(v):
         return "—"
-    return f"{v:.3g}" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if all(map(finite, ci)) else
-                         " (interval unbounded)")
+    out = f"{v:.3g}" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if all(map(finite, ci)) else
+                        " (interval unbounded)")
+    return out + (" (width only)" if m.get("spans") == "width only" else "")
 
 
 def markdown(result: Mapping, *, commit: str | None = None) -> str:
