@@ -428,7 +428,8 @@ def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: dict[str, str
 
 
 def coord_text(coord: Mapping) -> str:
-    """The coordinate check's max |slope| with its interval where it has one: '0.12 [0.08, 0.19]'."""
+    """The coordinate check's max |slope| with its interval where it has one, e.g.
+    '0.12 [0.08, 0.19]'."""
     ci = [math.nan if c is None else float(c)
           for c in (coord.get("max_abs_slope_ci") or [math.nan, math.nan])]
     at = f"{coord.get('max_abs_slope', math.nan):.2f}"
