@@ -6,16 +6,13 @@ every folder without one."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 
-USER_CONF = "conf"  # transfer.cli.clihelp lists the same folder's options
+from transfer.cli.clihelp import conf_dirs
 
 
 class TeamConf(SearchPathPlugin):
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
-        user = Path.cwd() / USER_CONF
-        if user.is_dir():
+        for user in conf_dirs()[1:]:  # the packaged conf/ is Hydra's primary path already
             search_path.append(provider="transfer-team-conf", path=f"file://{user}")

@@ -20,7 +20,7 @@ def wants_help(argv: list[str]) -> bool:
     return any(a in HELP_FLAGS for a in argv)
 
 
-USER_CONF = "conf"  # a team's own presets, beside the command (hydra_plugins/transfer_conf)
+USER_CONF = "conf"  # a team's presets beside the command (hydra_plugins/transfer_conf reads it)
 
 
 def conf_dirs() -> list[Path]:

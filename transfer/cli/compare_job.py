@@ -7,23 +7,21 @@ import hashlib
 from pathlib import Path
 
 from transfer.archive import code_version
+from transfer.archive.files import read_json
 from transfer.core.compose import as_config, compose
 from transfer.core.errors import UserError
-from transfer.outputs.compare import compare, family_from_run
+from transfer.outputs.compare import STATUS, compare, family_from_run
 from transfer.outputs.compare_report import markdown, write_comparison
 from transfer.run.planner import plan_sweep
 
-FINISHED = ("finished", "rejected", "inconclusive")  # run.json statuses with a verdict
-
 
 def finished(run_dir: Path) -> bool:
-    """A run folder whose sweep ended with a verdict: reused as it is."""
-    import json
-
+    """A run folder whose sweep ended with a verdict (a run.json status `STATUS` maps to
+    one): reused as it is."""
     path = run_dir / "run.json"
     if not (path.exists() and (run_dir / "validation.json").exists()):
         return False
-    return json.loads(path.read_text()).get("status") in FINISHED
+    return read_json(path).get("status") in STATUS
 
 
 def comparison_dir(archive_root: Path, runs: list[str]) -> Path:

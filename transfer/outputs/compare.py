@@ -13,7 +13,6 @@ interval overlaps another family's, the table says they cannot be told apart.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -22,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
+
+from transfer.archive.files import read_json, read_yaml
 
 CONFIDENCE = 0.90
 N_BOOT = 2000
@@ -63,10 +63,11 @@ class Family:
 
 
 def _read(path: Path):
+    """A run file as plain data (the archive's readers: a corrupt file is a one-line error),
+    None where the run has no such file."""
     if not path.exists():
         return None
-    return json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(
-        path.read_text())
+    return read_json(path) if path.suffix == ".json" else read_yaml(path)
 
 
 def family_from_run(model: str, run_dir: Path) -> Family:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from transfer.archive.files import atomic_write_bytes
 from transfer.outputs.compare import RANKED, RANKING_CAVEAT, Family, finite
 
 __all__ = ["markdown", "write_comparison"]
@@ -105,22 +106,15 @@ def _jsonable(x):
 
 def write_comparison(out_dir: Path, families: list[Family], result: Mapping, *,
                      commit: str | None = None) -> list[Path]:
-    """compare.md, compare.json and plots/ into `out_dir`, each written whole (a temporary file
-    renamed), so a failed write leaves the last comparison as it was."""
+    """compare.md, compare.json and plots/ into `out_dir`, each written whole
+    (`atomic_write_bytes`), so a failed write leaves the last comparison as it was."""
     from transfer.outputs.compare_plots import curves_png, trajectories_png
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     files = {"compare.md": markdown(result, commit=commit).encode(),
              "compare.json": json.dumps(_jsonable({**result, "commit": commit}), indent=1,
                                         allow_nan=False).encode(),
              "plots/lr_curves.png": curves_png(families),
              "plots/trajectories.png": trajectories_png(families)}
-    written = []
     for rel, data in files.items():
-        path = out_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
-        written.append(path)
-    return written
+        atomic_write_bytes(out_dir / rel, data)
+    return [out_dir / rel for rel in files]

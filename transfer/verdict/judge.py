@@ -301,8 +301,7 @@ def _coord_rules(coord: Mapping, ax: str, max_slope: float, rej: list[str],
     if not coord:
         return
     status = coord.get("status") or ("passed" if coord.get("passed") else "rejected")
-    ci = [math.nan if c is None else float(c)
-          for c in (coord.get("max_abs_slope_ci") or [math.nan, math.nan])]
+    ci = _coord_ci(coord)
     said = (f"max |slope| {coord.get('max_abs_slope', math.nan):.2f} "
             f"[{ci[0]:.2f}, {ci[1]:.2f}] over {coord.get('seeds', 1)} seed(s) in log2-log2, "
             f"allowed {coord.get('max_slope', max_slope)}")
@@ -427,11 +426,16 @@ def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: dict[str, str
                    f"more than ±{tol}: the extrapolation depends on the model")
 
 
+def _coord_ci(coord: Mapping) -> list[float]:
+    """The coordinate check's max |slope| interval as floats (NaN where absent, or null in JSON)."""
+    return [math.nan if c is None else float(c)
+            for c in (coord.get("max_abs_slope_ci") or [math.nan, math.nan])]
+
+
 def coord_text(coord: Mapping) -> str:
     """The coordinate check's max |slope| with its interval where it has one, e.g.
     '0.12 [0.08, 0.19]'."""
-    ci = [math.nan if c is None else float(c)
-          for c in (coord.get("max_abs_slope_ci") or [math.nan, math.nan])]
+    ci = _coord_ci(coord)
     at = f"{coord.get('max_abs_slope', math.nan):.2f}"
     return at + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if all(map(math.isfinite, ci)) else "")
 
