@@ -1,4 +1,4 @@
-"""The width grid's designs replayed on real runs: trial-seconds against the interval at the
+"""The width and depth grids' designs replayed on real runs: trial-seconds against the interval at the
 target and its coverage, so that a lever is chosen by its numbers.
 
 Each run folder given (`--runs sweeps/<run> ...`, finished at `budget=default`) is read as the
@@ -10,6 +10,9 @@ estimate there (`converging` through the fitted optima), so coverage asks: does 
 interval hold the answer the full grid found? Every draw is judged by the package's `judge`
 (the same limits, the run's target width), and each design is priced at the replayed run's
 trial seconds, summed over every point and seed it trains (extensions at an edge included).
+`--axis depth` replays the depth grid the same way (`validation_depth.json`; each depth's own
+curvature, fitted here to its points, and asymmetry, as its verdict fits them; the target is
+the target's depth, judged by `depth.depth_limits_from`): there a "wide" curve is a deeper one.
 
 Designs (a width is "wide" past the first; every design extends a width at its edge as the
 pipeline does, `validation.max_extend` steps at most):
@@ -19,8 +22,13 @@ pipeline does, `validation.max_extend` steps at most):
   spread-5     focus, 5 points 0.75 octave apart at the wide widths (the vertex's variance
                falls with the spread while the curve stays parabolic)
   seeds-3/2    focus-5, 3 seeds at the narrowest width, 2 elsewhere (seeds where cheap)
+  pick-spread-5  spread-5's points, every curve centred on the pick (no curve waits for
+               another)
+  spread-5-seeds spread-5, the grid's seeds on the first half of the curves, 2 on the rest
+  pick-spread-5-seeds  pick-spread-5 with spread-5-seeds' seeds
 
     python benchmarks/design_replay.py --runs /tmp/cmpdef/sweeps/3b-mup-default-* --draws 200
+    python benchmarks/design_replay.py --axis depth --runs /tmp/cmpdef/sweeps/*-default-*
 """
 
 from __future__ import annotations
@@ -48,11 +56,11 @@ class Truth:
     """One real run's width grid, as the replay's truth."""
 
     name: str
-    widths: tuple[int, ...]
+    widths: tuple[int, ...]  # the curves' keys: widths, or depths on the depth grid
     vertex: dict[int, float]
     level: dict[int, float]
-    curvature: float
-    asymmetry: float
+    curvature: dict[int, float]
+    asymmetry: dict[int, float]
     point_std: float
     seed_offset_std: float
     pick: float
@@ -63,32 +71,55 @@ class Truth:
     points: int
     step: float
     max_extend: int
+    axis: str = "width"
 
 
-def read_truth(run: Path) -> Truth:
-    """The run folder's width grid as a `Truth`, its grid's points and step from config.yaml."""
-    v = json.loads((run / "validation.json").read_text())
+def curve_shape(points: dict, vertex: float, level: float, asymmetry: float) -> float:
+    """A curve's curvature a in level + a·r^[x > vertex]·(x − vertex)², least squares over its
+    seed-mean points within 1.5 octaves of the vertex (the depth verdict fits each curve its
+    own, and its report keeps the asymmetry, not a)."""
+    xs = np.array(points["log2_lr"], dtype=float)
+    ys = np.array(points["loss"], dtype=float)
+    keep = np.isfinite(ys) & (np.abs(xs - vertex) <= 1.5)
+    d = xs[keep] - vertex
+    basis = np.where(d > 0, asymmetry, 1.0) * d * d
+    return float(max(np.dot(basis, ys[keep] - level) / max(np.dot(basis, basis), 1e-12), 1e-4))
+
+def read_truth(run: Path, axis: str = "width") -> Truth:
+    """The run folder's width grid (`validation.json`) or depth grid (`validation_depth.json`)
+    as a `Truth`, its grid's points and step from config.yaml. The width grid's truth has one
+    shared curvature and asymmetry, as its verdict fits it; the depth grid's, each curve its
+    own (`depth_limits`: shared_shape False)."""
+    depth = axis == "depth"
+    v = json.loads((run / ("validation_depth.json" if depth else "validation.json")).read_text())
     val = yaml.safe_load((run / "config.yaml").read_text())["validation"]
-    cfg_target = v["extrapolation"]["target_width"]
+    target = v["extrapolation"]["target_width"]
     widths = tuple(sorted(int(w) for w in v["curves"]))
     vertex = {int(w): float(x) for w, x in v["best_log2_lr"].items()}
+    level = {int(w): float(x) for w, x in v["best_loss"].items()}
     target_opt = float(predict("converging", list(widths),
-                               np.array([vertex[w] for w in widths]), cfg_target))
+                               np.array([vertex[w] for w in widths]), target, axis))
     trials = pd.read_csv(run / "trials.csv")
-    grid_t = trials[trials["stage"] == "validation"]
-    price = {int(w): float(g["seconds"].median()) for w, g in grid_t.groupby("width")}
+    stage, key = ("validation_depth", "n_layers") if depth else ("validation", "width")
+    grid_t = trials[trials["stage"] == stage]
+    price = {int(w): float(g["seconds"].median()) for w, g in grid_t.groupby(key)}
     n = v["noise"]
     point = float(n["interaction_std"])
     seed = float(n.get("seed_std") or point)
-    asym = float((v.get("fit") or {}).get("asymmetry") or 1.0)
-    return Truth(name=run.name, widths=widths, vertex=vertex,
-                 level={int(w): float(x) for w, x in v["best_loss"].items()},
-                 curvature=float(v["curvature"]), asymmetry=asym if math.isfinite(asym) else 1.0,
+    fit = v.get("fit") or {}
+    shared = float(fit.get("asymmetry") or 1.0)
+    shared = shared if math.isfinite(shared) else 1.0
+    by = {int(w): float(r) for w, r in (fit.get("asymmetry_by_curve") or {}).items()}
+    asym = {w: by.get(w, shared) if depth else shared for w in widths}
+    curv = ({w: curve_shape(v["curves"][str(w)], vertex[w], level[w], asym[w]) for w in widths}
+            if depth else dict.fromkeys(widths, float(v["curvature"])))
+    return Truth(name=f"{run.name}:{axis}", widths=widths, vertex=vertex, level=level,
+                 curvature=curv, asymmetry=asym,
                  point_std=point, seed_offset_std=math.sqrt(max(seed ** 2 - point ** 2, 0.0)),
-                 pick=float(v["tuned_log2_lr"]), price=price, target_width=int(cfg_target),
+                 pick=float(v["tuned_log2_lr"]), price=price, target_width=int(target),
                  target_optimum=target_opt, seeds=int(v["n_seeds"]),
                  points=int(val["points"]), step=float(val["step_log2"]),
-                 max_extend=int(val["max_extend"]))
+                 max_extend=int(val["max_extend"]), axis=axis)
 
 
 DESIGNS = {
@@ -97,14 +128,22 @@ DESIGNS = {
     "focus-5": dict(focus=True, wide_points=5, wide_step=None, seeds=None),
     "spread-5": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None),
     "seeds-3/2": dict(focus=True, wide_points=5, wide_step=None, seeds=(3, 2)),
+    # no focus: every curve centred on the pick at once (no curve waits for a narrower one)
+    "pick-spread-5": dict(focus=False, wide_points=5, wide_step=0.75, seeds=None),
+    # the depth grid's seeds where they are cheap: its own at the shallow half, 2 deeper
+    "spread-5-seeds": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half"),
+    "pick-spread-5-seeds": dict(focus=False, wide_points=5, wide_step=0.75, seeds="half"),
 }
 
 
 def replay(truth: Truth, design: dict, limits: Limits, rng: np.random.Generator) -> dict:
     """One validation of `truth` under `design`: (trial-seconds, outcome, interval, estimate)."""
     ws, w0 = truth.widths, truth.widths[0]
-    seeds = {w: (design["seeds"][0] if w == w0 else design["seeds"][1]) if design["seeds"]
-             else truth.seeds for w in ws}
+    seeds = {w: truth.seeds for w in ws}
+    if design["seeds"] == "half":
+        seeds = {w: truth.seeds if i < len(ws) / 2 else 2 for i, w in enumerate(ws)}
+    elif design["seeds"]:
+        seeds = {w: design["seeds"][0] if w == w0 else design["seeds"][1] for w in ws}
     curves: dict[int, list] = {w: [] for w in ws}
     offsets = {w: rng.normal(0, truth.seed_offset_std, seeds[w]) for w in ws}
     seconds = 0.0
@@ -113,7 +152,7 @@ def replay(truth: Truth, design: dict, limits: Limits, rng: np.random.Generator)
         nonlocal seconds
         for x in xs:
             d = x - truth.vertex[w]
-            base = truth.level[w] + truth.curvature * (truth.asymmetry if d > 0 else 1.0) * d * d
+            base = truth.level[w] + truth.curvature[w] * (truth.asymmetry[w] if d > 0 else 1.0) * d * d
             curves[w].append((x, list(base + offsets[w]
                                       + rng.normal(0, truth.point_std, seeds[w]))))
             seconds += seeds[w] * truth.price.get(w, 0.0)
@@ -145,17 +184,26 @@ def replay(truth: Truth, design: dict, limits: Limits, rng: np.random.Generator)
 
 def limits_for(run: Path, truth: Truth) -> Limits:
     """The run's own verdict limits (its config.yaml's validation group, read as the pipeline
-    reads it: transfer.verdict.width.limits_from) and its target width."""
+    reads it: `width.limits_from`, or `depth.depth_limits_from` on the depth grid) and its
+    target width or depth."""
+    from transfer.verdict.depth import depth_limits_from
     from transfer.verdict.width import limits_from
 
-    val = yaml.safe_load((run / "config.yaml").read_text())["validation"]
-    return limits_from(SimpleNamespace(**val), target_width=truth.target_width)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    val = SimpleNamespace(**cfg["validation"])
+    param = cfg.get("proxy", {}).get("parametrization", "mup")
+    if truth.axis == "depth":
+        return depth_limits_from(val, truth.target_width, param)
+    return limits_from(val, target_width=truth.target_width, parametrization=param)
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", nargs="+", type=Path, required=True)
     ap.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
+    ap.add_argument("--axis", choices=("width", "depth"), default="width",
+                    help="the grid replayed: the width grid, or the depth grid (its curves "
+                         "are depths; a 'wide' curve is a deeper one)")
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("benchmarks/out/design_replay.json"))
@@ -167,9 +215,15 @@ def main(argv=None) -> None:
           "(median, octaves) | coverage | passed / rejected / inconclusive |")
     print("|---|---|---|---|---|---|---|")
     for run in args.runs:
-        if not (run / "validation.json").exists():
-            ap.error(f"{run}: no validation.json (a finished run folder is needed)")
-        truth = read_truth(run)
+        need = "validation_depth.json" if args.axis == "depth" else "validation.json"
+        if not (run / need).exists():
+            ap.error(f"{run}: no {need} (a finished run folder is needed"
+                     f"{', with the depth check on' if args.axis == 'depth' else ''})")
+        try:
+            truth = read_truth(run, args.axis)
+        except (TypeError, ValueError) as e:  # a curve without a located optimum
+            ap.error(f"{run}: its {args.axis} grid cannot be a truth (a curve without a "
+                     f"located optimum: {e}); replay a run whose curves are all bracketed")
         limits = limits_for(run, truth)
         base = None
         for name in args.designs:

@@ -201,6 +201,15 @@ class ValidationConf:
     # (width and depth), SP was rejected 6 of 6, √width rejected 2 of 3 and never passed.
     coord_max_slope: float = 0.35
     max_extend: int = 3  # grid steps added per side, at most, to bracket an optimum at an edge
+    # The grids' design (transfer.verdict.plan, benchmarks/design_replay.py): with `focus`,
+    # each curve after a grid's first (wider, deeper) is laid out once the one before it is
+    # whole and bracketed, centred on its best point; the later curves get `wide_points`
+    # points `wide_step_log2` apart (None: points, step_log2), and on the depth grid the later
+    # half of the depths `depth_later_seeds` seeds (None: depth_seeds).
+    focus: bool = False
+    wide_points: int | None = None
+    wide_step_log2: float | None = None
+    depth_later_seeds: int | None = None
     min_seeds: int = 2  # fewer: inconclusive (one seed cannot tell noise from signal)
     min_points: int = 4  # finite points per width in the fit, fewer: inconclusive
     min_curvature_snr: float = 3.0  # curvature / its standard error; flat curves never pass
@@ -482,6 +491,16 @@ def check_config(cfg: Config) -> None:
               "train.weight_decay_rule=fixed or validation.horizon_method=two_budgets")
     if v.points < 3:
         _fail(f"validation.points must be >= 3 to fit a parabola, got {v.points}")
+    if v.wide_points is not None and v.wide_points < max(3, v.min_points):
+        _fail(f"validation.wide_points must be >= 3 and >= validation.min_points "
+              f"({v.min_points}) to fit a parabola, or null: validation.points; got "
+              f"{v.wide_points}")
+    if v.wide_step_log2 is not None and not v.wide_step_log2 > 0:
+        _fail(f"validation.wide_step_log2 must be > 0 (octaves between points), or null: "
+              f"validation.step_log2; got {v.wide_step_log2}")
+    if v.depth_later_seeds is not None and v.depth_later_seeds < 2:
+        _fail(f"validation.depth_later_seeds must be >= 2 (the verdict needs seeds to measure "
+              f"its noise), or null: validation.depth_seeds; got {v.depth_later_seeds}")
     if v.seeds < 1:
         _fail(f"validation.seeds must be >= 1, got {v.seeds}")
     if v.coord_seeds < 1:

@@ -47,6 +47,7 @@ from transfer.verdict.width import (
     extension_rounds,
     open_validation_study,
     seed_rounds_on,
+    width_plan,
 )
 
 FINALIZE_SECONDS = 4.0  # fits, 4-6 PNGs, report, target.yaml, hf/: 2-5 s on 2 CPU cores here
@@ -142,35 +143,38 @@ def _grids(ctx: Context, hp: dict) -> dict:
     flops = 0.0
     trial_seconds = {}
     v = cfg.validation
-    n_grid = v.points * v.seeds if v.enabled else 0
+    n_grid = v.points * v.seeds if v.enabled else 0  # the first curve's (the horizon grid's)
     n_ext = 2 * int(v.max_extend) * v.seeds if v.enabled else 0  # extra points per curve, at most
     extension = expected = 0.0
-    left = _left(len(ws) * n_grid, _finished(ctx, lambda: open_validation_study(ctx)))
+    wplan = width_plan(ctx)  # each width's points and seeds, as the grid lays them out
+    n_width = {w: wplan[w].trials for w in ws}
+    left = _left(sum(n_width.values()), _finished(ctx, lambda: open_validation_study(ctx)))
     if n_grid and left:
         ts = {w: predict_seconds(ctx, hp, w) for w in ws}
         trial_seconds.update({str(w): t for w, t in ts.items()})
         # the rounds a grid centred on hp's lr is expected to grow by at each width (none
         # measured yet: the theory's odds alone)
         rounds = extension_rounds(ctx, None, round(math.log2(float(hp["lr"])), 6))
-        expected = left * v.seeds * sum(ts[w] * sum(rounds[w]) for w in ws)
-        phases["validation"] = left * n_grid * sum(ts.values()) + expected
-        extension += n_ext * sum(ts.values())
-        flops += left * tokens * sum((n_grid + v.seeds * sum(rounds[w])) * fam.flops_per_token(w)
-                                     for w in ws)
+        expected = left * sum(wplan[w].seeds * ts[w] * sum(rounds[w]) for w in ws)
+        phases["validation"] = left * sum(n_width[w] * ts[w] for w in ws) + expected
+        extension += 2 * int(v.max_extend) * sum(wplan[w].seeds * ts[w] for w in ws)
+        flops += left * tokens * sum((n_width[w] + wplan[w].seeds * sum(rounds[w]))
+                                     * fam.flops_per_token(w) for w in ws)
         steps = {w: ctx.probes[(w, int(hp["batch_size"]))][0] for w in (w0, ws[-1])}
         phases["coord"] = _coord_seconds(ctx, hp, steps)
     if n_grid and depth.enabled(cfg):  # the depths' points (L0's copied at the stages' width)
         ds, wd = depth.depths(ctx), depth.grid_width(ctx)
-        n_depth = v.points * depth.grid_seeds(ctx)
-        left = _left(len(ds) * n_depth, _finished(ctx, lambda: depth.open_depth_study(ctx)))
+        dplan = depth.depth_plan(ctx)
+        n_depth = {d: dplan[d].trials for d in ds}
+        left = _left(sum(n_depth.values()), _finished(ctx, lambda: depth.open_depth_study(ctx)))
         if left:
             trained = ds[1:] if wd == plan.width else ds
             deeper = {d: depth.at_depth(ctx, d) for d in trained}
             td = {d: predict_seconds(c, hp, wd) for d, c in deeper.items()}
-            phases["depth"] = left * n_depth * sum(td.values())
-            extension += 2 * int(v.max_extend) * depth.grid_seeds(ctx) * sum(td.values())
-            flops += left * tokens * n_depth * sum(c.proxies.family.flops_per_token(wd)
-                                                  for c in deeper.values())
+            phases["depth"] = left * sum(n_depth[d] * t for d, t in td.items())
+            extension += 2 * int(v.max_extend) * sum(dplan[d].seeds * t for d, t in td.items())
+            flops += left * tokens * sum(n_depth[d] * c.proxies.family.flops_per_token(wd)
+                                         for d, c in deeper.items())
             trial_seconds.update({f"{wd}x{d}L": t for d, t in td.items()})
             # the depth coordinate check: a few steps at each of its depths, step time ∝ depth
             deep_layers = ds[-1]

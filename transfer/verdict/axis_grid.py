@@ -20,19 +20,20 @@ import optuna
 from optuna.trial import TrialState
 
 from transfer.search import Context, predict_seconds, queued_trials, run_one
-from transfer.search.progress import Left
-from transfer.verdict.curves import grid
+from transfer.search.progress import Left, Span, makespan
 from transfer.verdict.judge import Limits
+from transfer.verdict.plan import CurvePlan, GridPlan
 from transfer.verdict.rounds import MAX_MULTIPLE
 from transfer.verdict.width import (
     curve_seconds,
     curves_from,
     extend_every_curve,
     finished_at_width,
-    lr_bounds,
+    grow,
     open_grid_study,
     queue_seed_round,
     seed_choices,
+    seeds_at,
     train_grid,
     validation_seed,
 )
@@ -57,12 +58,25 @@ class Axis:
     # to some curves once the grid is whole and bracketed (`add_seed_round`); None: never.
     limits: Callable[[int], Limits] | None = None
     rounds: int = 0  # validation.max_rounds, where `limits` is set
+    # each curve's points, step and seeds (`transfer.verdict.plan`; the depth grid's); None:
+    # every curve `validation.points` × `step_log2` at `seeds`, laid out at once
+    plan: GridPlan | None = None
 
     @property
     def max_seeds(self) -> int:
         """The most seeds a curve can reach: its own, and each round's at most (one seed at a
         time, up to `MAX_MULTIPLE` × `seeds` a round, `validation.max_rounds` rounds)."""
         return self.seeds * (1 + MAX_MULTIPLE * self.rounds) if self.limits else self.seeds
+
+
+def plan_of(ctx: Context, axis: Axis) -> GridPlan:
+    """The axis's plan, or today's uniform one."""
+    if axis.plan is not None:
+        return axis.plan
+    v = ctx.cfg.validation
+    one = CurvePlan(int(v.points), float(v.step_log2), int(axis.seeds))
+    return GridPlan(keys=tuple(axis.values), curves=(one,) * len(axis.values), focus=False,
+                    max_extend=int(v.max_extend))
 
 
 def open_axis_study(ctx: Context, axis: Axis) -> optuna.Study:
@@ -75,19 +89,23 @@ def curves(study: optuna.Study, axis: Axis) -> dict:
 
 
 def queue(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Study,
-          xs: list[float], center: float) -> None:
-    """Queue (value, seed, lr) points; a point of the copied value that the width grid has
-    already trained is copied in as finished."""
-    v = ctx.cfg.validation
-    lo, hi = lr_bounds(center, v)
+          xs: list[float], center: float, values: tuple[int, ...] | None = None) -> None:
+    """Queue (value, seed, lr) points of `values` (every axis value unless given), each at its
+    plan's seeds; a point of the copied value that the width grid has already trained is
+    copied in as finished."""
+    plan = plan_of(ctx, axis)
+    lo, hi = plan.span(center)
     dists = {"log2_lr": optuna.distributions.FloatDistribution(lo, hi),
              axis.param: optuna.distributions.CategoricalDistribution(list(axis.values)),
              "seed": optuna.distributions.CategoricalDistribution(
                  seed_choices(study, axis.max_seeds))}
     done = finished_at_width(width_study, axis.width) if axis.copied is not None else {}
-    for s in range(axis.seeds):
+    values = axis.values if values is None else values
+    for s in range(max(plan[value].seeds for value in values)):
         for x in xs:
-            for value in axis.values:
+            for value in values:
+                if s >= plan[value].seeds:
+                    continue
                 src = done.get((x, s)) if value == axis.copied else None
                 params = {"log2_lr": x, axis.param: value, "seed": s}
                 if src is None:
@@ -104,11 +122,18 @@ def queue(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Stu
 
 
 def extend(ctx: Context, axis: Axis, study: optuna.Study, width_study: optuna.Study,
-           center: float) -> list[float] | None:
+           center: float) -> list[float] | str | None:
     """Points on the side where a curve's minimum sits at the edge, queued for every curve
     (unlike the width grid's per-width `extend_grid`: `queue` lays out every value at every
     lr, and the copied value's points are mostly free copies of the width grid's); None while
-    other workers still have points to finish."""
+    other workers still have points to finish. A focused plan grows curve by curve instead
+    (`width.grow`): each curve's own edge, then the next curve centred on its predecessor's
+    best point."""
+    plan = plan_of(ctx, axis)
+    if plan.focus:
+        return grow(ctx, study, plan, center, lambda: curves(study, axis),
+                    lambda k, xs: queue(ctx, axis, study, width_study, xs, center, (k,)),
+                    name=axis.param)
     return extend_every_curve(ctx, study, center, lambda: curves(study, axis),
                               lambda new: queue(ctx, axis, study, width_study, new, center))
 
@@ -117,13 +142,14 @@ def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
                   ) -> optuna.Study:
     """Train this worker's share of the grid, extending it until every curve's optimum is
     bracketed or `validation.max_extend` is reached."""
-    v = ctx.cfg.validation
     center = round(math.log2(hp["lr"]), 6)
-    lo, hi = lr_bounds(center, v)
+    plan = plan_of(ctx, axis)
+    lo, hi = plan.span(center)
     study = open_axis_study(ctx, axis)
     with ctx.lock():
         if not study.get_trials(deepcopy=False):
-            queue(ctx, axis, study, width_study, grid(center, v.points, v.step_log2), center)
+            first = plan.keys[:1] if plan.focus else plan.keys
+            queue(ctx, axis, study, width_study, plan[plan.keys[0]].xs(center), center, first)
 
     choices = seed_choices(study, axis.max_seeds)
 
@@ -140,11 +166,17 @@ def run_axis_grid(ctx: Context, hp: dict, width_study: optuna.Study, axis: Axis
                                                               axis.width),
                              key=lambda p: p[axis.param])
 
-    def grow() -> list[float] | str | None:
+    def grow_grid() -> list[float] | str | None:
         new = extend(ctx, axis, study, width_study, center)
         return new if new is None or new else add_seed_round(ctx, axis, study, center, hp)
 
-    train_grid(ctx, study, axis.stage, run, grow, left)
+    def after() -> Span:  # a focused plan's curves not laid out yet: their planned points
+        laid = seeds_at(study, plan.keys, axis.param)
+        return Span.certain(sum(
+            makespan([predict_seconds(axis.contexts[k], hp, axis.width)] * plan[k].trials,
+                     ctx.progress.workers) for k in plan.keys if not laid[k]))
+
+    train_grid(ctx, study, axis.stage, run, grow_grid, left, after)
     return study
 
 

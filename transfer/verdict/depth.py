@@ -28,6 +28,7 @@ from transfer.verdict.axis_grid import Axis, run_axis_grid
 from transfer.verdict.coord import CoordResult, depth_coord_check
 from transfer.verdict.joint import Joint, joint
 from transfer.verdict.judge import Limits, Verdict, coord_text, judge
+from transfer.verdict.plan import GridPlan, grid_plan
 from transfer.verdict.trajectory import MODEL_FORMS, MODELS, coefficients, model_for
 from transfer.verdict.width import (
     curves_from,
@@ -75,6 +76,13 @@ def grid_seeds(ctx: Context) -> int:
     return int(v.depth_seeds or v.seeds)
 
 
+def depth_plan(ctx: Context) -> GridPlan:
+    """The depth grid's plan (`transfer.verdict.plan`): its depths, shallowest first, at
+    `grid_seeds`; with `validation.focus`, the deeper half at `validation.depth_later_seeds`."""
+    return grid_plan(ctx.cfg.validation, depths(ctx), grid_seeds(ctx),
+                     ctx.cfg.validation.depth_later_seeds)
+
+
 def at_depth(ctx: Context, n_layers: int) -> Context:
     """The context whose family is built `n_layers` deep (base depth, and so m_L, as set)."""
     plan = dataclasses.replace(ctx.proxies, family=ctx.proxies.family.replace(n_layers=n_layers))
@@ -93,7 +101,7 @@ def axis(ctx: Context) -> Axis:
                 copied=ds[0] if w == ctx.proxies.width else None,
                 contexts={d: at_depth(ctx, d) for d in ds}, width=w, seeds=grid_seeds(ctx),
                 in_hparams=True, limits=lambda looks: depth_limits(ctx, target, looks),
-                rounds=int(ctx.cfg.validation.max_rounds))
+                rounds=int(ctx.cfg.validation.max_rounds), plan=depth_plan(ctx))
 
 
 def target_depth(ctx: Context) -> int | None:
@@ -160,15 +168,22 @@ def validate_depth(ctx: Context, hp: dict, width_study: optuna.Study, *,
 
 
 def depth_limits(ctx: Context, target_depth: int | None, looks: int = 1) -> Limits:
-    """The width check's limits, read along depth: the drift and gap from L0 to the deepest
-    proxy are reported, not judged (the optimum may move with depth); the trajectory to the
-    target's depth is, with its depth models (three depths to tell them apart). The `looks`-th
-    look (after seed rounds) is judged at a stricter confidence (`rounds.look_confidence`)."""
-    return dataclasses.replace(limits_from(ctx.cfg.validation, target_width=target_depth,
-                                           looks=looks),
+    """The depth grid's limits for this run (`depth_limits_from`)."""
+    return depth_limits_from(ctx.cfg.validation, target_depth, ctx.cfg.proxy.parametrization,
+                             looks)
+
+
+def depth_limits_from(v, target_depth: int | None, parametrization: str = "mup",
+                      looks: int = 1) -> Limits:
+    """The width check's limits (the `validation` group `v`), read along depth: the drift and
+    gap from L0 to the deepest proxy are reported, not judged (the optimum may move with
+    depth); the trajectory to the target's depth is, with its depth models (three depths to
+    tell them apart). The `looks`-th look (after seed rounds) is judged at a stricter
+    confidence (`rounds.look_confidence`)."""
+    return dataclasses.replace(limits_from(v, target_width=target_depth, looks=looks),
                                axis="depth", judge_drift=False, min_trajectory_widths=3,
                                shared_shape=False,
-                               trajectory_model=model_for(ctx.cfg.proxy.parametrization))
+                               trajectory_model=model_for(parametrization))
 
 
 def joint_estimate(ctx: Context, width: Verdict, deep: Verdict, *, target_width: int,

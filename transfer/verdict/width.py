@@ -25,10 +25,10 @@ from transfer.verdict.curves import (
     extend_each,
     extend_points,
     extension_odds,
-    grid,
     rounds_left,
 )
 from transfer.verdict.judge import Limits, Verdict, judge
+from transfer.verdict.plan import GridPlan, best_point, grid_plan
 from transfer.verdict.rounds import MAX_MULTIPLE, look_confidence, plan_round
 from transfer.verdict.trajectory import model_for, prior_offset
 
@@ -84,18 +84,71 @@ def _enqueue(study: optuna.Study, widths: list[int], seeds: int, xs: list[float]
                 study.enqueue_trial({"log2_lr": x, "width": width, "seed": s})
 
 
-def enqueue_grid(ctx: Context, study: optuna.Study, center: float) -> None:
-    """Queue every (width, seed, lr) point once, whoever gets here first: the widest first.
-    Longest first (LPT) keeps the workers' last round short (the narrow trials fill the gaps),
-    and the first trials to finish are the wide ones that cost the most, side by side as the
-    rest of them will run, so the ETA's measured ÷ predicted is of the trials that dominate
-    the time left, not of a narrow trial beside another (`queued_trials`)."""
+def width_plan(ctx: Context) -> GridPlan:
+    """The width grid's plan (`transfer.verdict.plan`): its widths, narrowest first."""
     v = ctx.cfg.validation
+    return grid_plan(v, sorted(ctx.proxies.widths()), int(v.seeds))
+
+
+def centre_of(study: optuna.Study, key: int, centre: float) -> float:
+    """Where the curve `key` was centred: its own record (a focused curve's: the best point of
+    the curve before it), else the grid's `centre` (the stages' pick)."""
+    return float(study.user_attrs.get(f"centre_{key}", centre))
+
+
+def enqueue_grid(ctx: Context, study: optuna.Study, center: float) -> None:
+    """Queue the grid's first points once, whoever gets here first. Today's design (no
+    `validation.focus`): every (width, seed, lr) point, the widest first. Longest first (LPT)
+    keeps the workers' last round short (the narrow trials fill the gaps), and the first
+    trials to finish are the wide ones that cost the most, side by side as the rest of them
+    will run, so the ETA's measured ÷ predicted is of the trials that dominate the time left,
+    not of a narrow trial beside another (`queued_trials`). With focus: the narrowest width's
+    points; each wider one follows its narrower neighbour (`grow`)."""
+    plan = width_plan(ctx)
     with ctx.lock():
         if study.get_trials(deepcopy=False):
             return
-        _enqueue(study, sorted(ctx.proxies.widths(), reverse=True), v.seeds,
-                 grid(center, v.points, v.step_log2))
+        laid = plan.keys[:1] if plan.focus else plan.keys
+        for width in sorted(laid, reverse=True):
+            _enqueue(study, [width], plan[width].seeds, plan[width].xs(center))
+
+
+def grow(ctx: Context, study: optuna.Study, plan: GridPlan, center: float,
+         curves: Callable[[], dict], queue: Callable[[int, list[float]], None],
+         name: str = "width") -> list[float] | str | None:
+    """Under the run lock, once the queued points are trained: one more point beyond the
+    edge of each laid-out curve whose minimum sits at it (each curve its own step, within its
+    own bounds around its own centre), queued by `queue(key, xs)` the most expensive curve
+    first; when every laid-out curve is bracketed or capped and the plan focuses, the next
+    curve, centred on the best point of the one before it (its centre kept in the study's
+    user attrs, so a resumed or second worker agrees). Returns the log2 lrs queued (or the
+    line saying which curve was laid out); [] when the grid is whole; None while other
+    workers still have points to finish."""
+    with ctx.lock():
+        if any(t.state in (TrialState.WAITING, TrialState.RUNNING)
+               for t in study.get_trials(deepcopy=False)):
+            return None
+        measured = curves()
+        laid = [k for k in plan.keys if measured.get(k)]
+        new: dict[int, list[float]] = {}
+        for k in laid:
+            bounds = {k: plan[k].bounds(centre_of(study, k, center), plan.max_extend)}
+            new.update(extend_each({k: measured[k]}, step=plan[k].step, bounds=bounds))
+        for k, xs in sorted(new.items(), reverse=True):  # the most expensive first, as the grid
+            queue(k, xs)
+        if new:
+            return sorted({x for xs in new.values() for x in xs})
+        rest = [k for k in plan.keys if k not in laid]
+        if not plan.focus or not rest:
+            return []
+        k = rest[0]
+        before = plan.before(k)
+        found = best_point(measured[before]) if before is not None else None
+        c = round(center if found is None else found, 6)
+        study.set_user_attr(f"centre_{k}", c)
+        queue(k, plan[k].xs(c))
+    return (f"{name} {k}: {plan[k].points} points {plan[k].step:g} octave apart × "
+            f"{plan[k].seeds} seeds, centred on {name} {before}'s best point, log2 lr {c:.2f}")
 
 
 def extend_every_curve(ctx: Context, study: optuna.Study, center: float,
@@ -115,24 +168,17 @@ def extend_every_curve(ctx: Context, study: optuna.Study, center: float,
     return new
 
 
-def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float] | None:
-    """Under the run lock: queue one more point on each side where a width's minimum sits at
-    its grid's edge (within `validation.max_extend`), at that width only and every seed (the
+def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float] | str | None:
+    """The width grid's `grow`: one more point on each side where a width's minimum sits at its
+    grid's edge (within `validation.max_extend`), at that width only and every seed (the
     other width's curve is bracketed and needs nothing: `benchmarks/validator_power.py
-    --compare` measured the verdict's power unchanged). Returns the log2 lrs queued; [] when
-    both widths are bracketed or capped; None while other workers still have grid points to
-    finish (decide when the grid is whole)."""
-    v = ctx.cfg.validation
-    widths = ctx.proxies.widths()
-    bounds = dict.fromkeys(widths, lr_bounds(center, v))
-    with ctx.lock():
-        trials = study.get_trials(deepcopy=False)
-        if any(t.state in (TrialState.WAITING, TrialState.RUNNING) for t in trials):
-            return None
-        new = extend_each(curves_from(study, widths), step=v.step_log2, bounds=bounds)
-        for width, xs in sorted(new.items(), reverse=True):  # the widest first, as the grid
-            _enqueue(study, [width], v.seeds, xs)
-    return sorted({x for xs in new.values() for x in xs})
+    --compare` measured the verdict's power unchanged); with focus, then the next width.
+    Returns the log2 lrs queued (or the line naming the width laid out); [] when every width
+    is bracketed or capped; None while other workers still have grid points to finish
+    (decide when the grid is whole)."""
+    plan = width_plan(ctx)
+    return grow(ctx, study, plan, center, lambda: curves_from(study, plan.keys),
+                lambda w, xs: _enqueue(study, [w], plan[w].seeds, xs))
 
 
 def max_seeds(v) -> int:
@@ -269,22 +315,26 @@ def extension_rounds(ctx: Context, study: optuna.Study | None, center: float
     sits where the parametrization's theory puts it (`curves.extension_odds` at
     `trajectory.prior_offset`: none under μP, an octave lower per doubling under SP), given
     what the width's curve has measured so far (`curves.rounds_left`). Prices time only (the
-    ETA and `transfer.run.predict`); the verdict never reads it."""
-    v = ctx.cfg.validation
+    ETA and `transfer.run.predict`); the verdict never reads it. Each width by its own plan
+    (`width_plan`): a focused width's offset is from the width before it, where it is centred."""
     widths = ctx.proxies.widths()
-    first = set(grid(center, v.points, v.step_log2))
-    bounds = lr_bounds(center, v)
+    plan = width_plan(ctx)
     trials = study.get_trials(deepcopy=False) if study is not None else []
     curves = curves_from(study, widths) if trials else {}
     out = {}
     for w in widths:
-        odds = extension_odds(prior_offset(ctx.cfg.proxy.parametrization, w, widths[0]),
-                              points=v.points, step=v.step_log2, max_extend=v.max_extend)
+        cp = plan[w]
+        centre = centre_of(study, w, center) if study is not None else center
+        first = set(cp.xs(centre))
+        ref = (plan.before(w) if plan.focus else None) or widths[0]
+        odds = extension_odds(prior_offset(ctx.cfg.proxy.parametrization, w, ref),
+                              points=cp.points, step=cp.step, max_extend=plan.max_extend)
         mine = [t for t in trials if enqueued_params(t).get("width") == w]
         done = len({round(float(enqueued_params(t)["log2_lr"]), 6) for t in mine} - first)
         whole = bool(mine) and not any(t.state in (TrialState.WAITING, TrialState.RUNNING)
                                        for t in mine)
-        at_edge = (bool(extend_each({w: curves[w]}, step=v.step_log2, bounds={w: bounds}))
+        bounds = {w: cp.bounds(centre, plan.max_extend)}
+        at_edge = (bool(extend_each({w: curves[w]}, step=cp.step, bounds=bounds))
                    if whole else None)
         out[w] = rounds_left(odds, done, at_edge)
     return out
@@ -294,13 +344,17 @@ def extension_seconds(ctx: Context, study: optuna.Study, center: float, hp: dict
     """The seconds of the growth rounds still to be queued (`extension_rounds`), after the
     queued grid: each round's seeds on the workers, at its width's probe scaled as the queued
     points are (measured ÷ predicted of that width's finished trials). Expected, and the range
-    from the rounds each width grows by at odds ≥ 95 % to those at odds > 5 % (`RANGE`)."""
+    from the rounds each width grows by at odds ≥ 95 % to those at odds > 5 % (`RANGE`). With
+    focus, the widths not laid out yet are in it too: their planned points, certain."""
     cost = round_seconds(ctx, study, hp)
-    seeds = int(ctx.cfg.validation.seeds)
+    plan = width_plan(ctx)
     low, high = RANGE
     total = Span.certain(0.0)
+    laid = seeds_at(study, plan.keys)
     for w, rounds in extension_rounds(ctx, study, center).items():
-        s = cost(w, seeds)
+        if not laid[w]:
+            total += Span.certain(cost(w, plan[w].trials))
+        s = cost(w, plan[w].seeds)
         total += Span(s * sum(rounds), s * sum(p >= high for p in rounds),
                       s * sum(p > low for p in rounds))
     return total
@@ -342,7 +396,7 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
     side where an optimum sits at its edge until both widths are bracketed or the cap is hit."""
     v = ctx.cfg.validation
     center = round(math.log2(hp["lr"]), 6)
-    lo, hi = lr_bounds(center, v)
+    lo, hi = width_plan(ctx).span(center)
     widths = ctx.proxies.widths()
     study = open_validation_study(ctx)
     enqueue_grid(ctx, study, center)
@@ -357,6 +411,7 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
     def extend() -> list[float] | str | None:
         new = extend_grid(ctx, study, center)
         return new if new is None or new else add_seed_round(ctx, study, center, hp)
+
 
     train_grid(ctx, study, "validation", run, extend,
                lambda: queued_trials(study, lambda p: predict_seconds(ctx, hp, p["width"]),

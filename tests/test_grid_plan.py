@@ -1,0 +1,141 @@
+"""One plan per grid (`transfer.verdict.plan`): each curve's points, step and seeds, and a
+focused grid laid out curve by curve, each later curve centred on the best point of the one
+before it."""
+
+from __future__ import annotations
+
+import contextlib
+from types import SimpleNamespace
+
+import optuna
+import pytest
+
+from transfer.core.compose import as_config, compose
+from transfer.core.config import check_config
+from transfer.core.errors import UserError
+from transfer.verdict.plan import CurvePlan, best_point, grid_plan
+from transfer.verdict.width import centre_of, enqueue_grid, extend_grid, extension_seconds
+
+FOCUS = dict(points=3, step_log2=1.0, seeds=2, max_extend=1, focus=True, wide_points=4,
+             wide_step_log2=0.75)
+
+
+def _v(**kw):
+    return SimpleNamespace(**{**FOCUS, **kw})
+
+
+def _ctx(**kw):
+    return SimpleNamespace(cfg=SimpleNamespace(validation=_v(**kw),
+                                               proxy=SimpleNamespace(parametrization="mup")),
+                           proxies=SimpleNamespace(width=32, validation_width=128,
+                                                   widths=lambda: [32, 64, 128]),
+                           lock=contextlib.nullcontext)
+
+
+def _waiting(study: optuna.Study) -> list[tuple]:
+    return sorted((p["width"], p["seed"], p["log2_lr"]) for p in
+                  (t.system_attrs["fixed_params"] for t in study.get_trials(deepcopy=False)
+                   if t.state == optuna.trial.TrialState.WAITING))
+
+
+def _train(study: optuna.Study, vertex: dict[int, float]) -> None:
+    """Finish every waiting point: loss 3 + (x − vertex of its width)² / 10 + seed / 100."""
+    for t in study.get_trials(deepcopy=False):
+        if t.state != optuna.trial.TrialState.WAITING:
+            continue
+        trial = study.ask()
+        x = trial.suggest_float("log2_lr", -20, 10)
+        w = trial.suggest_categorical("width", [32, 64, 128])
+        s = trial.suggest_categorical("seed", [0, 1])
+        study.tell(trial, 3 + (x - vertex[w]) ** 2 / 10 + s / 100)
+
+
+def test_the_plan_gives_the_first_curve_the_grid_and_the_later_ones_the_wide_design():
+    plan = grid_plan(_v(), [2, 4, 8, 16], seeds=3, later_seeds=2)
+    assert plan.curves == (CurvePlan(3, 1.0, 3), CurvePlan(4, 0.75, 3), CurvePlan(4, 0.75, 2),
+                           CurvePlan(4, 0.75, 2))
+    assert plan.before(8) == 4 and plan.before(2) is None
+    assert [c.trials for c in plan.curves] == [9, 12, 8, 8]
+    # without focus every curve is today's: the same points, step and seeds
+    flat = grid_plan(_v(focus=False), [2, 4, 8, 16], seeds=3, later_seeds=2)
+    assert set(flat.curves) == {CurvePlan(3, 1.0, 3)} and not flat.focus
+
+
+def test_the_span_holds_every_point_a_focused_curve_can_reach():
+    plan = grid_plan(_v(), [32, 64, 128], seeds=2)
+    lo, hi = plan.span(-7.0)
+    reach_first = 1.0 * (1 + 1)  # a step beyond a 3-point grid's edge
+    reach_wide = 0.75 * (1.5 + 1)
+    assert hi - (-7.0) == pytest.approx(reach_first + 2 * reach_wide)
+    assert lo == pytest.approx(-7.0 - (reach_first + 2 * reach_wide))
+    c = CurvePlan(4, 0.75, 2)
+    assert c.xs(-6.0) == [-7.125, -6.375, -5.625, -4.875]
+    assert c.bounds(-6.0, 1) == (-7.875, -4.125)
+
+
+def test_a_focused_width_grid_is_laid_out_width_by_width_around_the_best_point():
+    ctx = _ctx()
+    study = optuna.create_study()
+    enqueue_grid(ctx, study, -7.0)
+    assert _waiting(study) == [(32, s, x) for s in (0, 1) for x in (-8.0, -7.0, -6.0)]
+    assert extend_grid(ctx, study, -7.0) is None  # its points are not trained yet
+    _train(study, {32: -6.8, 64: -6.3, 128: -6.2})
+    line = extend_grid(ctx, study, -7.0)
+    assert "width 64" in line and "width 32's best point, log2 lr -7.00" in line
+    assert centre_of(study, 64, 0.0) == -7.0
+    assert _waiting(study) == [(64, s, x) for s in (0, 1) for x in (-8.125, -7.375, -6.625,
+                                                                      -5.875)]
+    _train(study, {32: -6.8, 64: -6.3, 128: -6.2})
+    assert "centred on width 64's best point, log2 lr -6.62" in extend_grid(ctx, study, -7.0)
+    _train(study, {32: -6.8, 64: -6.3, 128: -6.2})
+    assert extend_grid(ctx, study, -7.0) == []  # every width laid out and bracketed
+
+
+def test_a_focused_curve_at_its_edge_grows_by_its_own_step_within_its_own_bounds():
+    ctx = _ctx(max_extend=2)
+    study = optuna.create_study()
+    enqueue_grid(ctx, study, -7.0)
+    _train(study, {32: -7.0, 64: -3.0, 128: -3.0})
+    extend_grid(ctx, study, -7.0)  # width 64 around -7: its optimum is far above
+    _train(study, {32: -7.0, 64: -3.0, 128: -3.0})
+    assert extend_grid(ctx, study, -7.0) == [-5.125]  # one 0.75 step above -5.875
+    _train(study, {32: -7.0, 64: -3.0, 128: -3.0})
+    assert extend_grid(ctx, study, -7.0) == [-4.375]
+    _train(study, {32: -7.0, 64: -3.0, 128: -3.0})
+    # capped: max_extend 2 steps beyond the first edges; then width 128, centred on 64's best
+    assert "width 128" in extend_grid(ctx, study, -7.0)
+    assert centre_of(study, 128, 0.0) == -4.375
+
+
+def test_the_eta_counts_the_widths_not_laid_out_yet():
+    ctx = _ctx()
+    ctx.progress = SimpleNamespace(workers=1)
+    ctx.probes = {}
+    study = optuna.create_study()
+    enqueue_grid(ctx, study, -7.0)
+    _train(study, {32: -7.0, 64: -7.0, 128: -7.0})
+    import transfer.verdict.width as width
+
+    prices = {32: 1.0, 64: 2.0, 128: 4.0}
+    old = width.predict_seconds
+    width.predict_seconds = lambda c, hp, w: prices[w]
+    try:
+        span = extension_seconds(ctx, study, -7.0, {})
+    finally:
+        width.predict_seconds = old
+    # widths 64 and 128 are still to come: 4 points × 2 seeds each, at their price
+    assert span.low == pytest.approx(8 * 2.0 + 8 * 4.0)
+
+
+def test_best_point_is_the_lowest_seed_mean():
+    assert best_point([(-8.0, [3.0, 3.2]), (-7.0, [3.0, 3.0]), (-6.0, [float("nan"), 2.0])]) \
+        == -7.0
+    assert best_point([(-8.0, [float("nan")])]) is None
+
+
+@pytest.mark.parametrize("field, value", [("wide_points", 2), ("wide_step_log2", 0.0),
+                                          ("depth_later_seeds", 1)])
+def test_a_bad_design_value_is_refused(field, value):
+    cfg = as_config(compose(["model=tiny", "budget=smoke", f"validation.{field}={value}"]))
+    with pytest.raises(UserError, match=f"validation.{field}"):
+        check_config(cfg)

@@ -1,0 +1,111 @@
+"""One plan per grid: each curve's points, spacing and seeds, and where it is centred.
+
+A grid (the width grid's widths, the depth grid's depths) is laid out curve by curve from its
+plan. Today's design gives every curve the same `validation.points` points `step_log2` apart,
+all centred on the stages' pick and queued at once. With `validation.focus` the first curve
+(the narrowest, the shallowest: the cheapest) is laid out first; each later one is queued only
+once the curve before it is whole and bracketed, centred on that curve's best point, with
+`wide_points` points `wide_step_log2` apart (the vertex's variance falls with the points'
+spread while the curve stays parabolic there), and on the depth grid the later half of the
+depths `depth_later_seeds` seeds. `benchmarks/design_replay.py` chose it on real runs' grids:
+0.85 × the width grid's trial-seconds with its interval and coverage kept, 0.59 × the depth
+grid's with its curvature S/N raised (benchmarks/RESULTS.md). The runner (queueing and
+extending), the ETA and `transfer.run.predict` all read the plan; the verdict reads only the
+curves that were measured.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from transfer.verdict.curves import grid, mean_curve
+
+
+@dataclass(frozen=True)
+class CurvePlan:
+    """One curve's design: `points` log2 lrs `step` apart, each trained at `seeds` seeds."""
+
+    points: int
+    step: float
+    seeds: int
+
+    def xs(self, centre: float) -> list[float]:
+        return grid(centre, self.points, self.step)
+
+    def bounds(self, centre: float, max_extend: int) -> tuple[float, float]:
+        """The widest this curve may grow: `max_extend` steps beyond its first edges."""
+        half = self.step * ((self.points - 1) / 2 + max_extend)
+        return round(centre - half, 6), round(centre + half, 6)
+
+    @property
+    def trials(self) -> int:
+        return self.points * self.seeds
+
+
+@dataclass(frozen=True)
+class GridPlan:
+    """A grid's curves in the order they are laid out (the first is the cheapest), each with
+    its `CurvePlan`; `focus`: a later curve waits for the one before it and is centred on its
+    best point."""
+
+    keys: tuple[int, ...]
+    curves: tuple[CurvePlan, ...]
+    focus: bool
+    max_extend: int
+
+    def __getitem__(self, key: int) -> CurvePlan:
+        return self.curves[self.keys.index(key)]
+
+    def before(self, key: int) -> int | None:
+        """The curve laid out before `key` (None for the first)."""
+        i = self.keys.index(key)
+        return self.keys[i - 1] if i else None
+
+    def span(self, centre: float) -> tuple[float, float]:
+        """Bounds that hold every point any curve can reach from `centre`: a focused curve's
+        centre may move by its predecessor's reach, so the reaches add up (an Optuna float
+        distribution for the grid's log2 lr, wide enough for every trial)."""
+        reach = [c.step * ((c.points - 1) / 2 + self.max_extend) for c in self.curves]
+        half = sum(reach) if self.focus else max(reach)
+        return round(centre - half, 6), round(centre + half, 6)
+
+    @property
+    def max_seeds(self) -> int:
+        return max(c.seeds for c in self.curves)
+
+
+def grid_plan(v, keys: Sequence[int], seeds: int, later_seeds: int | None = None) -> GridPlan:
+    """The plan of a grid over `keys` (cheapest first) from the `validation` group `v`: the
+    first curve `v.points` points `v.step_log2` apart at `seeds` seeds; with `v.focus`, each
+    later one `v.wide_points` × `v.wide_step_log2` (None: the first's), and `later_seeds`
+    seeds on the later half of the curves (None: `seeds`)."""
+    keys = tuple(keys)
+    first = CurvePlan(int(v.points), float(v.step_log2), int(seeds))
+    focus = bool(getattr(v, "focus", False))
+    wide_points = getattr(v, "wide_points", None) if focus else None
+    wide_step = getattr(v, "wide_step_log2", None) if focus else None
+    curves = []
+    for i in range(len(keys)):
+        if i == 0:
+            curves.append(first)
+            continue
+        n = int(later_seeds) if later_seeds and focus and i >= len(keys) / 2 else int(seeds)
+        curves.append(CurvePlan(int(wide_points or first.points),
+                                float(wide_step or first.step), n))
+    return GridPlan(keys=keys, curves=tuple(curves), focus=focus,
+                    max_extend=int(v.max_extend))
+
+
+def best_point(points) -> float | None:
+    """A measured curve's best log2 lr (its lowest seed-mean loss), None without a finite one:
+    where the next focused curve is centred."""
+    xs, ys = mean_curve(points)
+    fin = np.flatnonzero(np.isfinite(ys))
+    if fin.size == 0:
+        return None
+    x = float(xs[fin[np.argmin(ys[fin])]])
+    return round(x, 6) if math.isfinite(x) else None
