@@ -241,3 +241,13 @@ def test_step_speed_compiled(capsys):
                                      "--repeats", "1", "--variants", "eager", "compile"]) == 0
     row = next(r for r in capsys.readouterr().out.splitlines() if "| compile |" in r)
     assert row.split("|")[-2].strip() not in ("—", "")  # its payback, in trials or "never"
+
+
+def test_step_speed_stacked_trains_what_eager_trains(capsys):
+    """The stacked step's model 0 has eager's lr, seed and batches: after 3 steps its loss is
+    eager's to float32 noise (the stacked AdamW, clipping and groups are the trainer's)."""
+    assert bench("step_speed").main(["--model", "tiny", "--shapes", "32x2", "--steps", "3",
+                                     "--repeats", "1", "--variants", "eager", "stacked",
+                                     "--stack", "2"]) == 0
+    row = next(r for r in capsys.readouterr().out.splitlines() if "| stacked |" in r)
+    assert abs(float(row.split("|")[5])) < 1e-4
