@@ -139,3 +139,41 @@ def test_a_bad_design_value_is_refused(field, value):
     cfg = as_config(compose(["model=tiny", "budget=smoke", f"validation.{field}={value}"]))
     with pytest.raises(UserError, match=f"validation.{field}"):
         check_config(cfg)
+
+
+def test_a_focused_depth_grid_goes_shallow_to_deep_with_fewer_seeds_on_its_deeper_half():
+    from transfer.verdict.axis_grid import Axis, extend, queue
+
+    ctx = _ctx()
+    plan = grid_plan(ctx.cfg.validation, (2, 4, 8), seeds=3, later_seeds=2)
+    axis = Axis(stage="validation_depth", study="validation-depth", param="n_layers",
+                values=(2, 4, 8), copied=None, contexts={}, width=32, seeds=3, plan=plan)
+    study = optuna.create_study()
+    queue(ctx, axis, study, None, plan[2].xs(-7.0), -7.0, (2,))
+
+    def waiting():
+        return sorted((p["n_layers"], p["seed"], p["log2_lr"]) for p in
+                      (t.system_attrs["fixed_params"] for t in study.get_trials(deepcopy=False)
+                       if t.state == optuna.trial.TrialState.WAITING))
+
+    def train(vertex):
+        for t in study.get_trials(deepcopy=False):
+            if t.state != optuna.trial.TrialState.WAITING:
+                continue
+            trial = study.ask()
+            x = trial.suggest_float("log2_lr", -20, 10)
+            n = trial.suggest_categorical("n_layers", [2, 4, 8])
+            s = trial.suggest_categorical("seed", [0, 1, 2])
+            study.tell(trial, 3 + (x - vertex[n]) ** 2 / 10 + s / 100)
+
+    assert waiting() == [(2, s, x) for s in (0, 1, 2) for x in (-8.0, -7.0, -6.0)]
+    train({2: -7.2, 4: -6.4, 8: -6.0})
+    assert "n_layers 4: 4 points 0.75 octave apart × 3 seeds" in extend(ctx, axis, study, None,
+                                                                        -7.0)
+    assert waiting() == [(4, s, x) for s in (0, 1, 2) for x in (-8.125, -7.375, -6.625, -5.875)]
+    train({2: -7.2, 4: -6.4, 8: -6.0})
+    assert "n_layers 8: 4 points 0.75 octave apart × 2 seeds, centred on n_layers 4's best " \
+           "point, log2 lr -6.62" in extend(ctx, axis, study, None, -7.0)
+    assert {s for _, s, _ in waiting()} == {0, 1}  # the deeper half: 2 seeds
+    train({2: -7.2, 4: -6.4, 8: -6.0})
+    assert extend(ctx, axis, study, None, -7.0) == []

@@ -412,7 +412,6 @@ def run_grid(ctx: Context, hp: dict) -> optuna.Study:
         new = extend_grid(ctx, study, center)
         return new if new is None or new else add_seed_round(ctx, study, center, hp)
 
-
     train_grid(ctx, study, "validation", run, extend,
                lambda: queued_trials(study, lambda p: predict_seconds(ctx, hp, p["width"]),
                                      key=lambda p: p["width"]),
