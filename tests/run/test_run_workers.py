@@ -56,3 +56,47 @@ def _record_visible(container: dict, worker: int) -> None:
     from pathlib import Path
 
     Path(container["out"], str(worker)).write_text(os.environ["CUDA_VISIBLE_DEVICES"])
+
+
+def sleep_main(container: dict, worker: int) -> None:
+    """A worker's `main` that would train for a minute (spawn imports it by name)."""
+    import time
+
+    time.sleep(60)
+
+
+def _gone(pid: int) -> bool:
+    """The process has ended: no such pid, or a zombie waiting for its new parent to reap it."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return any(line.startswith("State:") and "Z" in line.split()[1] for line in f)
+    except FileNotFoundError:
+        return True
+
+
+def test_a_spawned_worker_ends_when_its_launch_is_killed():
+    """A launch killed by a signal runs no clean-up; its worker must not train on alone."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        "import sys, time\n"
+        f"sys.path[:0] = [{str(root)!r}]\n"
+        "from transfer.run.workers import start_workers\n"
+        "from tests.run.test_run_workers import sleep_main\n"
+        "procs, _ = start_workers({'workers': 2, 'worker': 0}, sleep_main)\n"
+        "print(procs[0].pid, flush=True)\n"
+        "time.sleep(60)\n")
+    launch = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = int(launch.stdout.readline())
+    time.sleep(1.0)
+    assert not _gone(child)
+    launch.kill()  # SIGKILL: nothing in the launch can clean up
+    launch.wait()
+    deadline = time.monotonic() + 30
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _gone(child), f"worker {child} still running after its launch was killed"

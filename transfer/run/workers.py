@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
+import time
 from collections.abc import Callable
 
 import torch
@@ -68,7 +70,8 @@ def start_workers(container: dict, main: Callable[[dict, int], None], *,
     spawn = mp.get_context("spawn")
     first = container["worker"] * workers  # distinct sampler seeds across launches, processes
     pinned = gpu_per_worker(gpus, workers)
-    procs = [spawn.Process(target=_worker_main, args=(main, container, first + i, pinned[i]),
+    procs = [spawn.Process(target=_worker_main,
+                           args=(main, container, first + i, pinned[i], os.getpid()),
                            daemon=False)
              for i in range(1, workers)]
     for p in procs:
@@ -76,10 +79,31 @@ def start_workers(container: dict, main: Callable[[dict, int], None], *,
     return procs, threads_per_process(workers)
 
 
+PARENT_POLL_SECONDS = 2.0
+
+
+def exit_with_parent(parent: int, every: float = PARENT_POLL_SECONDS) -> threading.Thread:
+    """End this process when `parent`, the process that spawned it, is gone. A launch killed
+    by a signal runs no clean-up, and its spawned workers would train on alone (on the cores
+    the next run needs); the trial a worker leaves running is failed and re-queued by the next
+    run (`transfer.search.studies.close_orphans`)."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    t = threading.Thread(target=watch, name="exit-with-parent", daemon=True)
+    t.start()
+    return t
+
+
 def _worker_main(main: Callable[[dict, int], None], cfg_container: dict, worker: int,
-                 gpu: str | None = None) -> None:
+                 gpu: str | None = None, parent: int | None = None) -> None:
     """A spawned worker's entry point: its GPU (set before CUDA starts in this process, so
-    that `cuda` is that device) or its share of the cores, then `main`."""
+    that `cuda` is that device) or its share of the cores, then `main`; it ends when the
+    launching process is gone (`exit_with_parent`)."""
+    if parent is not None:
+        exit_with_parent(parent)
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu
     torch.set_num_threads(threads_per_process(cfg_container["workers"]))  # this process's own
