@@ -143,3 +143,10 @@ def test_bad_input_is_exit_2_one_line_nothing_written(models, extra, says, tmp_p
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and says in done.stderr, done.stderr
     assert not (tmp_path / "sweeps").exists()
+
+
+def test_the_report_says_how_coarse_the_fewest_seed_bootstrap_is():
+    from transfer.outputs.compare_report import _draws_text
+
+    assert _draws_text([{"seeds": 2}, {"seeds": 3}]) == "a bootstrap over 2 seeds has 3 distinct draws"
+    assert _draws_text([{"seeds": 3}]) == "a bootstrap over 3 seeds has 10 distinct draws"

@@ -80,8 +80,8 @@ def markdown(result: Mapping, *, commit: str | None = None) -> str:
               "depth check ran) with the verdict's interval (target.yaml `train.lr_transferred`); "
               "the launch lr, after the horizon and batch rules, is in compare.json (`lr`)",
               "- seeds: " + ", ".join(f"{r['model']} {r['seeds']}" for r in rows) + " at the "
-              "widest proxy; a bootstrap over 3 seeds has 10 distinct draws, so its intervals "
-              "are coarse and can end at the estimate"]
+              f"widest proxy; {_draws_text(rows)}, so its intervals are coarse and can end at "
+              "the estimate"]
     lines += [f"- {k}: {v}" for k, v in result["definitions"].items()]
     if eq:
         lines.append(f"- equal_flops: {eq:.3g} FLOPs per trial")
@@ -118,3 +118,13 @@ def write_comparison(out_dir: Path, families: list[Family], result: Mapping, *,
     for rel, data in files.items():
         atomic_write_bytes(out_dir / rel, data)
     return [out_dir / rel for rel in files]
+
+
+def _draws_text(rows: list[dict]) -> str:
+    """How coarse the fewest-seed family's bootstrap is: n seeds resampled with replacement
+    give C(2n − 1, n) distinct draws (3 for 2 seeds, 10 for 3)."""
+    n = min((int(r["seeds"]) for r in rows if r.get("seeds")), default=0)
+    if n < 1:
+        return "no seeds to resample"
+    return f"a bootstrap over {n} seed{'s' if n > 1 else ''} has {math.comb(2 * n - 1, n)} " \
+           "distinct draws"
