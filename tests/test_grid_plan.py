@@ -32,22 +32,24 @@ def _ctx(**kw):
                            lock=contextlib.nullcontext)
 
 
-def _waiting(study: optuna.Study) -> list[tuple]:
-    return sorted((p["width"], p["seed"], p["log2_lr"]) for p in
+def _waiting(study: optuna.Study, param: str = "width") -> list[tuple]:
+    """The queued points as (curve key, seed, log2 lr)."""
+    return sorted((p[param], p["seed"], p["log2_lr"]) for p in
                   (t.system_attrs["fixed_params"] for t in study.get_trials(deepcopy=False)
                    if t.state == optuna.trial.TrialState.WAITING))
 
 
-def _train(study: optuna.Study, vertex: dict[int, float]) -> None:
-    """Finish every waiting point: loss 3 + (x − vertex of its width)² / 10 + seed / 100."""
+def _train(study: optuna.Study, vertex: dict[int, float], param: str = "width",
+           seeds: tuple[int, ...] = (0, 1)) -> None:
+    """Finish every waiting point: loss 3 + (x − vertex of its curve)² / 10 + seed / 100."""
     for t in study.get_trials(deepcopy=False):
         if t.state != optuna.trial.TrialState.WAITING:
             continue
         trial = study.ask()
         x = trial.suggest_float("log2_lr", -20, 10)
-        w = trial.suggest_categorical("width", [32, 64, 128])
-        s = trial.suggest_categorical("seed", [0, 1])
-        study.tell(trial, 3 + (x - vertex[w]) ** 2 / 10 + s / 100)
+        k = trial.suggest_categorical(param, sorted(vertex))
+        s = trial.suggest_categorical("seed", list(seeds))
+        study.tell(trial, 3 + (x - vertex[k]) ** 2 / 10 + s / 100)
 
 
 def test_the_plan_gives_the_first_curve_the_grid_and_the_later_ones_the_wide_design():
@@ -151,20 +153,13 @@ def test_a_focused_depth_grid_goes_shallow_to_deep_with_fewer_seeds_on_its_deepe
     study = optuna.create_study()
     queue(ctx, axis, study, None, plan[2].xs(-7.0), -7.0, (2,))
 
-    def waiting():
-        return sorted((p["n_layers"], p["seed"], p["log2_lr"]) for p in
-                      (t.system_attrs["fixed_params"] for t in study.get_trials(deepcopy=False)
-                       if t.state == optuna.trial.TrialState.WAITING))
+    vertex = {2: -7.2, 4: -6.4, 8: -6.0}
 
-    def train(vertex):
-        for t in study.get_trials(deepcopy=False):
-            if t.state != optuna.trial.TrialState.WAITING:
-                continue
-            trial = study.ask()
-            x = trial.suggest_float("log2_lr", -20, 10)
-            n = trial.suggest_categorical("n_layers", [2, 4, 8])
-            s = trial.suggest_categorical("seed", [0, 1, 2])
-            study.tell(trial, 3 + (x - vertex[n]) ** 2 / 10 + s / 100)
+    def waiting():
+        return _waiting(study, "n_layers")
+
+    def train(_):
+        _train(study, vertex, "n_layers", (0, 1, 2))
 
     assert waiting() == [(2, s, x) for s in (0, 1, 2) for x in (-8.0, -7.0, -6.0)]
     train({2: -7.2, 4: -6.4, 8: -6.0})
