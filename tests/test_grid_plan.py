@@ -14,7 +14,13 @@ from transfer.core.compose import as_config, compose
 from transfer.core.config import check_config
 from transfer.core.errors import UserError
 from transfer.verdict.plan import CurvePlan, best_point, grid_plan
-from transfer.verdict.width import centre_of, enqueue_grid, extend_grid, extension_seconds
+from transfer.verdict.width import (
+    centre_of,
+    enqueue_grid,
+    extend_grid,
+    extension_seconds,
+    laid_lines,
+)
 
 FOCUS = dict(points=3, step_log2=1.0, seeds=2, max_extend=1, focus=True, wide_points=4,
              wide_step_log2=0.75)
@@ -87,8 +93,13 @@ def test_a_focused_width_grid_is_laid_out_width_by_width_around_the_best_point()
     assert centre_of(study, 64, 0.0) == -7.0
     assert _waiting(study) == [(64, s, x) for s in (0, 1) for x in (-8.125, -7.375, -6.625,
                                                                       -5.875)]
+    # the worker that shows progress tells what any worker laid out, once
+    told: set[str] = set()
+    assert laid_lines(study, told) == [line] and laid_lines(study, told) == []
     _train(study, {32: -6.8, 64: -6.3, 128: -6.2})
     assert "centred on width 64's best point, log2 lr -6.62" in extend_grid(ctx, study, -7.0)
+    assert laid_lines(optuna.load_study(study_name=study.study_name, storage=study._storage),
+                      told) == [study.user_attrs["laid_128"]]
     _train(study, {32: -6.8, 64: -6.3, 128: -6.2})
     assert extend_grid(ctx, study, -7.0) == []  # every width laid out and bracketed
 

@@ -145,10 +145,23 @@ def grow(ctx: Context, study: optuna.Study, plan: GridPlan, center: float,
         before = plan.before(k)
         found = best_point(measured[before]) if before is not None else None
         c = round(center if found is None else found, 6)
+        line = (f"{name} {k}: {plan[k].points} points {plan[k].step:g} octave apart × "
+                f"{plan[k].seeds} seeds, centred on {name} {before}'s best point, log2 lr {c:.2f}")
         study.set_user_attr(f"centre_{k}", c)
+        study.set_user_attr(f"{LAID}{k}", line)  # for the worker that shows progress
         queue(k, plan[k].xs(c))
-    return (f"{name} {k}: {plan[k].points} points {plan[k].step:g} octave apart × "
-            f"{plan[k].seeds} seeds, centred on {name} {before}'s best point, log2 lr {c:.2f}")
+    return line
+
+
+LAID = "laid_"  # study user attr prefix: the line saying how a focused curve was laid out
+
+
+def laid_lines(study: optuna.Study, told: set[str]) -> list[str]:
+    """The lines of the curves laid out (by any worker) since `told`, which is updated: the
+    worker that shows progress tells what another worker laid out."""
+    new = sorted(k for k in study.user_attrs if k.startswith(LAID) and k not in told)
+    told.update(new)
+    return [str(study.user_attrs[k]) for k in new]
 
 
 def extend_every_curve(ctx: Context, study: optuna.Study, center: float,
@@ -371,11 +384,19 @@ def train_grid(ctx: Context, study: optuna.Study, stage: str,
     the queued ones are done (`extension_seconds`; none by default)."""
     # nothing shown (a worker): no ETA, so no probe of a shape this worker may never train
     remaining, then = (left, after) if ctx.progress.shown else (list, float)
+    told = {k for k in study.user_attrs if k.startswith(LAID)}  # a resumed run's, told before
+
+    def tell() -> None:
+        if ctx.progress.shown:
+            for line in laid_lines(study, told):
+                ctx.progress.line(line)
+
     ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
                              remaining(), calibrated=True, then=then())
     while True:
         for trial in work(ctx, study, None):
             run(trial)
+            tell()
             ctx.progress.update(n_finished(study), None, remaining_seconds=remaining(),
                                 then=then(), total=len(study.get_trials(deepcopy=False)))
         new = extend()
@@ -383,9 +404,10 @@ def train_grid(ctx: Context, study: optuna.Study, stage: str,
             continue  # others' points first: `work` runs or waits for them
         if not new:
             break
-        ctx.progress.line(new if isinstance(new, str) else
-                          f"{stage}: optimum at the grid's edge; extending to log2 lr "
-                          f"{', '.join(f'{x:.2f}' for x in new)}")
+        tell()
+        if not isinstance(new, str):  # a laid-out curve's line: `tell`, whoever laid it
+            ctx.progress.line(f"{stage}: optimum at the grid's edge; extending to log2 lr "
+                              f"{', '.join(f'{x:.2f}' for x in new)}")
         ctx.progress.stage_start(stage, n_finished(study), len(study.get_trials(deepcopy=False)),
                                  remaining(), calibrated=True, then=then())
     ctx.progress.stage_end()
