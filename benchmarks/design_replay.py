@@ -26,6 +26,9 @@ pipeline does, `validation.max_extend` steps at most):
                another)
   spread-5-seeds spread-5, the grid's seeds on the first half of the curves, 2 on the rest
   pick-spread-5-seeds  pick-spread-5 with spread-5-seeds' seeds
+  spread-all   spread-5, and the first curve's points 0.75 octave apart too
+  spread-all-seeds  spread-all with spread-5-seeds' seeds
+  spread-all-2x-first  spread-all-seeds with twice the seeds on the first curve
 
     python benchmarks/design_replay.py --runs /tmp/cmpdef/sweeps/3b-mup-default-* --draws 200
     python benchmarks/design_replay.py --axis depth --runs /tmp/cmpdef/sweeps/*-default-*
@@ -133,6 +136,15 @@ DESIGNS = {
     # the depth grid's seeds where they are cheap: its own at the shallow half, 2 deeper
     "spread-5-seeds": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half"),
     "pick-spread-5-seeds": dict(focus=False, wide_points=5, wide_step=0.75, seeds="half"),
+    # the first curve spread too: its `points` points 0.75 octave apart around the pick (a
+    # flat first curve's curvature S/N grows as the step squared while it stays parabolic)
+    "spread-all": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None, first_step=0.75),
+    "spread-all-seeds": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
+                             first_step=0.75),
+    # and twice the seeds on the first curve, the cheapest one, whose optimum anchors the
+    # trajectory's far end
+    "spread-all-2x-first": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
+                                first_step=0.75, first_seeds=2),
 }
 
 
@@ -144,6 +156,7 @@ def replay(truth: Truth, design: dict, limits: Limits, rng: np.random.Generator)
         seeds = {w: truth.seeds if i < len(ws) / 2 else 2 for i, w in enumerate(ws)}
     elif design["seeds"]:
         seeds = {w: design["seeds"][0] if w == w0 else design["seeds"][1] for w in ws}
+    seeds[w0] *= int(design.get("first_seeds", 1))
     curves: dict[int, list] = {w: [] for w in ws}
     offsets = {w: rng.normal(0, truth.seed_offset_std, seeds[w]) for w in ws}
     seconds = 0.0
@@ -169,7 +182,8 @@ def replay(truth: Truth, design: dict, limits: Limits, rng: np.random.Generator)
     for i, w in enumerate(ws):
         wide = i > 0
         n = design["wide_points"] if wide and design["wide_points"] else truth.points
-        step = design["wide_step"] if wide and design["wide_step"] else truth.step
+        step = (design["wide_step"] if wide and design["wide_step"]
+                else truth.step if wide else design.get("first_step") or truth.step)
         if wide and design["focus"]:
             xs, ys = mean_curve(curves[ws[i - 1]])
             fin = np.flatnonzero(np.isfinite(ys))
