@@ -129,9 +129,9 @@ class DeepGrid:
         return {L: len(c[0][1]) for L, c in self.curves.items()}
 
 
-def depth_limits(looks: int = 1) -> Limits:
+def depth_limits(looks: int = 1, target: int | None = None) -> Limits:
     return Limits(axis="depth", judge_drift=False, shared_shape=False, min_trajectory_widths=3,
-                  confidence=look_confidence(0.9, looks))
+                  confidence=look_confidence(0.9, looks), target_width=target)
 
 
 DEEP_COST = {2: 10.0, 4: 20.0, 8: 40.0}
@@ -187,6 +187,29 @@ def test_more_seeds_where_the_curvature_is_short_reach_a_verdict():
         assert plans[0][0] == first
         assert v.outcome == PASSED, v.reasons
         assert v.confidence == pytest.approx(look_confidence(0.9, looks))
+
+
+def test_an_interval_unbounded_by_a_flat_curve_is_what_more_seeds_decide():
+    """A curve too flat for its noise leaves the optimum at the target depth with no finite
+    interval (some bootstrap fits have no minimum). That follows from the short S/N, so the
+    seeds that lift the S/N bound it: a round is planned, where before the unbounded interval
+    stopped every round (Qwen2.5 3B's depth grid at 1ad67d3, S/N 2.0-2.4), and the grid
+    passes."""
+    for rng_seed in (4, 14):
+        g, looks = DeepGrid(rng_seed, noise=0.045), 1
+        v = judge(g.curves, None, -7.0, depth_limits(target=28), COORD_OK)
+        assert v.straddling == ["snr", "flat"] and v.more_data_decides
+        assert not all(map(math.isfinite, v.trajectory["interval"]))
+        while v.more_data_decides and looks <= 3:
+            plan = plan_round(v, base_confidence=0.9, looks=looks, seeds=g.seeds(), add=1,
+                              seconds_per_seed=DEEP_COST, left=1e4, max_multiple=12)
+            assert plan is not None
+            for L in plan[0]:
+                g.add(L, plan[1])
+            looks += 1
+            v = judge(g.curves, None, -7.0, depth_limits(looks, target=28), COORD_OK)
+        assert v.outcome == PASSED, v.reasons
+        assert all(map(math.isfinite, v.trajectory["interval"]))
 
 
 def test_a_curvature_too_short_for_the_most_seeds_plans_nothing():

@@ -118,7 +118,7 @@ class Verdict:
     decide_with: str | None = None
     fit: dict = field(default_factory=dict)  # the curve model, its asymmetry, the calibration
     more_data_decides: bool = False  # inconclusive only on what more seeds can decide
-    straddling: list[str] = field(default_factory=list)  # drift, gap, target, snr: which ones
+    straddling: list[str] = field(default_factory=list)  # drift, gap, target, snr, flat (unbounded by a low S/N)
     best_log2_lr_ci: dict = field(default_factory=dict)  # width -> each vertex's interval
 
     @property
@@ -415,6 +415,8 @@ def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: dict[str, str
     if not (math.isfinite(lo) and math.isfinite(hi)):
         unk.append(f"the optimum at {at} has no finite {conf} interval: some bootstrap fits "
                    "have no minimum (a flat curve)")
+        if "snr" in straddle:  # the flat curve's: the seeds that lift its S/N bound it
+            straddle["flat"] = unk[-1]
     elif not t.half_width <= tol:
         straddle["target"] = (f"the optimum at {at} is log2 lr {t.estimate:.2f}, {conf} "
                               f"interval {_fmt_ci(t.interval)} ({t.model}): wider than ±{tol} around it")

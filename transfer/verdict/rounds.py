@@ -56,7 +56,9 @@ def _straddling(v: Verdict) -> list[tuple[str, float, list[float], dict]]:
     edges = {w0: -1.0, w1: 1.0}
     out = []
     for name in v.straddling:
-        if name == "snr":  # not an interval: `_snr_after`
+        # not an interval: `_snr_after`; an interval unbounded only because a curvature S/N
+        # is under its limit ("flat") is bounded by the seeds that lift it
+        if name in ("snr", "flat"):
             continue
         if name == "drift":
             out.append((name, v.drift_log2, list(v.drift_ci), edges))
