@@ -201,7 +201,8 @@ def joint_estimate(ctx: Context, width: Verdict, deep: Verdict, *, target_width:
                  confidence=max(width.confidence, deep.confidence), n_boot=limits.n_boot,
                  boot_seed=limits.boot_seed,
                  window=limits.fit_window, scale=limits.interval_scale,
-                 depth_shared_shape=limits.shared_shape, depth_width=grid_width(ctx))
+                 depth_shared_shape=limits.shared_shape, depth_width=grid_width(ctx),
+                 basin_excess=limits.basin_excess)
 
 
 def summary(verdict: Verdict | None, alpha: float, width: int | None = None) -> dict | None:

@@ -34,6 +34,7 @@ from transfer.verdict.curves import mean_curve
 from transfer.verdict.shared_curvature import (
     fit_window,
     interval,
+    noise_groups,
     seed_mean_floor,
     separate_statistics,
     statistics,
@@ -76,8 +77,8 @@ def _row(points: list) -> dict:
 
 
 def _fit(curves: Mapping[int, Mapping], *, window: int, n_boot: int, boot_seed: int,
-         confidence: float, shared_z: Mapping | None = None, shared_shape: bool = True
-         ) -> dict | None:
+         confidence: float, shared_z: Mapping | None = None, shared_shape: bool = True,
+         basin_excess: float | None = None) -> dict | None:
     """One axis's fit as its verdict makes it (`transfer.verdict.judge.judge`: seed-mean
     curves, the fit window, the seeds' interaction noise as the floor), with `shared_z`'s
     points drawn from the given normals. None when a curve has fewer than 3 points to fit."""
@@ -88,7 +89,10 @@ def _fit(curves: Mapping[int, Mapping], *, window: int, n_boot: int, boot_seed: 
            for k in keys}
     if any(len(win[k]) < 3 for k in keys):
         return None
-    floor, dof = seed_mean_floor(table, keys, per_curve=not shared_shape)
+    measured = None
+    if basin_excess is not None:  # weighed as the verdict weighs them (`Limits.basin_excess`)
+        table, *measured = noise_groups(table, win, keys, basin_excess)
+    floor, dof = seed_mean_floor(table, keys, per_curve=not shared_shape, measured=measured)
     fit = statistics if shared_shape else separate_statistics
     return fit(table, win, keys, floor, dof, float(table[keys[0]]["log2_lr"][0]),
                confidence=confidence, n_boot=n_boot, boot_seed=boot_seed, shared_z=shared_z)
@@ -98,7 +102,7 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
           target_width: int, target_depth: int, width_model: str, depth_model: str,
           confidence: float, n_boot: int, boot_seed: int, window: int, scale: float = 1.0,
           width_seed: int | None = None, depth_shared_shape: bool = False,
-          depth_width: int | None = None) -> Joint | None:
+          depth_width: int | None = None, basin_excess: float | None = None) -> Joint | None:
     """The joint estimate from the width verdict's curves (width → {log2_lr, losses}, at the
     stages' depth) and the depth verdict's (depth → the same, at the stages' width, its
     shallowest the same trials as the width grid's narrowest). `boot_seed` is the depth
@@ -117,13 +121,15 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
     w0, l0 = widths[0], depths[0]
     at_width = w0 if depth_width is None else int(depth_width)
     ws = _fit(width_curves, window=window, n_boot=n_boot, confidence=confidence,
-              boot_seed=boot_seed if width_seed is None else width_seed)
+              boot_seed=boot_seed if width_seed is None else width_seed,
+              basin_excess=basin_excess)
     if ws is None:
         return None
     shared = ({(l0, x): z for (w, x), z in ws["z"].items() if w == w0} if at_width == w0
               else {})
     ds = _fit(depth_curves, window=window, n_boot=n_boot, confidence=confidence,
-              boot_seed=boot_seed, shared_z=shared, shared_shape=depth_shared_shape)
+              boot_seed=boot_seed, shared_z=shared, shared_shape=depth_shared_shape,
+              basin_excess=basin_excess)
     if ds is None:
         return None
     vw = np.array([ws["v"][w] for w in widths])

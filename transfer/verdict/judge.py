@@ -32,6 +32,7 @@ from transfer.verdict.curves import Curves, bracket, mean_curve
 from transfer.verdict.shared_curvature import (
     fit_window,
     interaction_noise,
+    noise_groups,
     seed_mean_floor,
     separate_statistics,
     statistics,
@@ -51,6 +52,10 @@ class Limits:
     min_seeds: int = 2  # one seed cannot tell noise from signal
     min_points: int = 4  # finite points per width in the fit (3 fix a parabola; one to spare)
     fit_window: int = 7  # grid points around each width's minimum that the parabola sees
+    # Weighted fit: the points past the basin on the high-lr side (more than this fraction of
+    # the best loss above it) weighed by their own noise (`shared_curvature.noise_groups`);
+    # None: every point alike
+    basin_excess: float | None = None
     min_curvature_snr: float = 3.0  # curvature / its standard error: a flat curve never passes
     confidence: float = 0.90  # two-sided: 5 % of each tail outside the interval
     n_boot: int = 2000
@@ -197,8 +202,14 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
     coord = dict(coord or {})
     _coord_rules(coord, ax, limits.coord_max_slope, rej, unk)
     octaves = math.log2(w1 / w0)
-    pure, pure_dof = interaction_noise(table, widths)
-    floor, _ = seed_mean_floor(table, widths, per_curve=not limits.shared_shape, noise=noise)
+    measured = None
+    if limits.basin_excess is not None:  # the fit weighs the points past the basin by their noise
+        table, *measured = noise_groups(table, win, widths, limits.basin_excess)
+        pure, pure_dof = measured
+    else:
+        pure, pure_dof = interaction_noise(table, widths)
+    floor, _ = seed_mean_floor(table, widths, per_curve=not limits.shared_shape, noise=noise,
+                               measured=measured)
     fit = statistics if limits.shared_shape else separate_statistics
     stats = fit(table, win, widths, floor, pure_dof, tuned, confidence=limits.confidence,
                        n_boot=limits.n_boot, boot_seed=limits.boot_seed) if all(

@@ -38,12 +38,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["RATIOS", "JointFit", "fit_window", "interaction_noise", "interval", "joint_fit",
-           "separate_statistics", "statistics"]
+__all__ = ["BASIN_EXCESS", "RATIOS", "JointFit", "fit_window", "interaction_noise", "interval",
+           "joint_fit", "noise_groups", "separate_statistics", "statistics"]
 
 # r, curvature above the optimum / below it: 2^-0.5 (0.71) to 2^1.75 (3.4) in quarter powers
 # of two. A step moves a vertex by a few hundredths of an octave, far less than its noise.
 RATIOS: tuple[float, ...] = tuple(2.0 ** (0.25 * i) for i in range(-2, 8))
+# Where a curve's basin ends on the high-lr side: 6 % above its best loss (`noise_groups`).
+BASIN_EXCESS = 0.06
 ITERATIONS = 10  # Gauss-Newton steps on the kinks (converged to 1e-6 octave in 3-5)
 REACH = 3.0  # octaves beyond the window a kink may move (a weak curve's vertex flies off)
 
@@ -84,12 +86,16 @@ class JointFit:
 class _Points:
     """The window's points as arrays: x, each point's width index, the one-hot per width."""
 
-    def __init__(self, xw: Sequence[tuple[int, float]], widths: Sequence[int]):
+    def __init__(self, xw: Sequence[tuple[int, float]], widths: Sequence[int],
+                 rel: Sequence[float] | None = None):
         self.n = len(widths)
         self.x = np.array([x for _, x in xw], dtype=float)
         self.wi = np.array([list(widths).index(w) for w, _ in xw])
         self.onehot = (self.wi[None, :] == np.arange(self.n)[:, None]).astype(float)  # (n, N)
         self.lo, self.hi = float(self.x.min()) - REACH, float(self.x.max()) + REACH
+        # each point's σ relative to the fit's σ (`noise_groups`), its weight 1 / rel²
+        self.rel = np.ones(self.x.size) if rel is None else np.asarray(rel, dtype=float)
+        self.w = 1.0 / self.rel ** 2
 
 
 def _columns(p: _Points, K: np.ndarray, r: float) -> tuple[np.ndarray, np.ndarray]:
@@ -103,7 +109,7 @@ def _normal(p: _Points, K: np.ndarray, r: float, Y: np.ndarray):
     of Y (N, B): (XᵀX (B, p, p), XᵀY (B, p))."""
     n, B = p.n, Y.shape[1]
     u2, g = _columns(p, K, r)
-    M = p.onehot
+    M = p.onehot * p.w[None, :]  # weighted least squares: every sum over points weighs w
     s = {"uu": u2 * u2, "ug": u2 * g, "gg": g * g}
     A = np.zeros((B, 1 + 2 * n, 1 + 2 * n))
     A[:, 0, 0] = (M @ s["uu"]).sum(axis=0)
@@ -115,7 +121,8 @@ def _normal(p: _Points, K: np.ndarray, r: float, Y: np.ndarray):
         A[:, bj, bj] = gg[j]
         A[:, bj, cj] = A[:, cj, bj] = gs[j]
         A[:, cj, cj] = M[j].sum()
-    rhs = np.concatenate([(u2 * Y).sum(axis=0)[None], M @ (g * Y), M @ Y], axis=0).T
+    rhs = np.concatenate([(p.w[:, None] * u2 * Y).sum(axis=0)[None], M @ (g * Y), M @ Y],
+                         axis=0).T
     return A, rhs
 
 
@@ -123,7 +130,7 @@ def _fit_ratio(p: _Points, Y: np.ndarray, K0: np.ndarray, r: float):
     """Gauss-Newton on the kinks at asymmetry r for every column of Y: (coef (B, p), kinks
     (n, B), rss (B,), XᵀX (B, p, p))."""
     K = K0.copy()
-    yy = (Y * Y).sum(axis=0)
+    yy = (p.w[:, None] * Y * Y).sum(axis=0)
     for _ in range(ITERATIONS):
         A, rhs = _normal(p, K, r, Y)
         coef = np.linalg.solve(A + 1e-12 * np.eye(A.shape[1]), rhs[..., None])[..., 0]
@@ -167,7 +174,9 @@ def _window_points(curves: Mapping[int, Mapping], win: Mapping[int, Sequence[int
                    widths: Sequence[int]) -> tuple[_Points, np.ndarray]:
     xw = [(w, curves[w]["log2_lr"][i]) for w in widths for i in win[w]]
     y = np.array([curves[w]["loss"][i] for w in widths for i in win[w]], dtype=float)
-    return _Points(xw, widths), y
+    rel = ([curves[w]["rel_sd"][i] for w in widths for i in win[w]]
+           if all("rel_sd" in curves[w] for w in widths) else None)
+    return _Points(xw, widths, rel), y
 
 
 def _start(p: _Points, y: np.ndarray) -> np.ndarray:
@@ -218,14 +227,58 @@ def interaction_noise(table: dict, widths: Sequence[int]) -> tuple[float, int]:
     return (math.sqrt(ss / dof), dof) if dof else (math.nan, 0)
 
 
+def noise_groups(table: Mapping, win: Mapping[int, Sequence[int]], widths: Sequence[int],
+                 max_excess: float) -> tuple[dict, float, float]:
+    """The two-way layout's noise (`interaction_noise`) over the fit window's points, in two
+    groups: the points past the basin on the high-lr side (above the curve's best point and
+    more than `max_excess` of its loss above it: the loss climbing towards divergence) and the
+    rest. Returns (`table` with each curve's `rel_sd`: a point's σ over the rest's, 1 within
+    the basin and max(1, σ_past / σ_rest) past it, the weights of the fit; σ_rest; its degrees
+    of freedom). Past the basin a point's seeds scatter ~4× more (seed sd rms 0.10 against
+    0.027, Llama 3.2 and Qwen2.5 at 1ad67d3: benchmarks/RESULTS.md, the basin's noise); pooled
+    with the rest they widened every interval, dropped they took the curvature they carry. A
+    point is never weighed more than the rest. Without seeds to measure (nan, 0), `table` as
+    it is."""
+    ss = {True: 0.0, False: 0.0}
+    dof = {True: 0.0, False: 0.0}
+    past_of: dict = {}
+    for w in widths:
+        ys = np.asarray(table[w]["loss"], dtype=float)
+        idx = [i for i in win[w] if np.isfinite(ys[i])]
+        past_of[w] = set()
+        if idx:
+            ib = min(idx, key=lambda i: ys[i])
+            past_of[w] = {i for i in idx if i > ib and ys[i] > ys[ib] + abs(ys[ib]) * max_excess}
+        rows = [i for i in idx if len(table[w]["losses"][i]) > 1
+                and np.all(np.isfinite(table[w]["losses"][i]))]
+        if len(rows) < 2 or len({len(table[w]["losses"][i]) for i in rows}) != 1:
+            continue
+        m = np.asarray([table[w]["losses"][i] for i in rows])
+        e = m - m.mean(axis=1, keepdims=True) - m.mean(axis=0, keepdims=True) + m.mean()
+        per_row = (m.shape[0] - 1) * (m.shape[1] - 1) / m.shape[0]  # dof each row carries
+        for i, ei in zip(rows, e):
+            past = i in past_of[w]
+            ss[past] += float((ei * ei).sum())
+            dof[past] += per_row
+    if dof[False] <= 0:
+        return dict(table), math.nan, 0.0
+    rest = math.sqrt(ss[False] / dof[False])
+    rel = max(1.0, math.sqrt(ss[True] / dof[True]) / rest) if dof[True] > 0 and rest > 0 else 1.0
+    out = {w: {**table[w], "rel_sd": [rel if i in past_of[w] else 1.0
+                                      for i in range(len(table[w]["loss"]))]} for w in widths}
+    return out, rest, dof[False]
+
+
 def seed_mean_floor(table: dict, widths: Sequence[int], *, per_curve: bool,
-                    noise: float | None = None) -> tuple[float | dict | None, int]:
+                    noise: float | None = None,
+                    measured: tuple[float, float] | None = None) -> tuple[float | dict | None, int]:
     """(the floor of the seed-mean curve's point σ, its degrees of freedom): the seeds'
-    interaction noise (`interaction_noise`) over √(seeds at every point), at least `noise`.
+    interaction noise (`interaction_noise`, or `measured`: (σ, dof) from `noise_groups`) over
+    √(seeds at every point), at least `noise`.
     `per_curve` (curves fitted alone, `separate_statistics`): each curve's over its own seeds,
     a dict — a seed round adds seeds to some curves only (`transfer.verdict.rounds`); else one
     value, over the fewest seeds of any point. None where the seeds measure no noise."""
-    pure, dof = interaction_noise(table, widths)
+    pure, dof = measured if measured is not None else interaction_noise(table, widths)
     seeds = {w: min((len(r) for r in table[w]["losses"]), default=0) for w in widths}
     fewest = min(seeds.values(), default=0)
     if dof <= 0 or fewest < 1:
@@ -288,7 +341,7 @@ def statistics(table: dict, win: dict, widths: list[int], noise: float | None, n
         for i, key in enumerate(point_keys):
             if shared_z is not None and key in shared_z:
                 Z[i] = shared_z[key]
-        Y = fitted[:, None] + Z * s[None, :]
+        Y = fitted[:, None] + Z * s[None, :] * p.rel[:, None]
         dfits, dpick = _best_ratio(p, Y, np.repeat(K, n_boot, axis=1), ratios)
         summ = [_summarise(f[1], f[2], f[0], n) for f in dfits]
         draws = {key: np.choose(dpick, [sm[key] for sm in summ]) if summ[0][key].ndim == 1
