@@ -117,6 +117,10 @@ def test_compare_runs_reuses_and_adds_one_family(tmp_path):
     for f in ("compare.md", "plots/lr_curves.png", "plots/trajectories.png"):
         assert (out / f).stat().st_size > 0
     trials = {p: p.stat().st_mtime for p in (tmp_path / "sweeps").glob("*/trials.csv")}
+    # the second family's startup is the gap after the first, not the compare process's age
+    startup = {p.parent.name.split("-")[0]: json.loads(p.read_text())["phases"]["startup"]
+               for p in (tmp_path / "sweeps").glob("*/cost.json")}
+    assert startup["1b"] < min(5.0, startup["tiny"]), startup
 
     started = time.time()
     again = _compare(tmp_path, "tiny,1b")

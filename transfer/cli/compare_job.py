@@ -4,6 +4,7 @@ anything trains), run the sweeps that have no finished archived run, then compar
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 
 from transfer.archive import code_version
@@ -40,13 +41,15 @@ def run_compare(models: list[str], overrides: list[str]) -> int:
         if not c.validation.enabled:
             raise UserError("compare reads each family's lr grid: leave validation.enabled=true")
     run_dirs = []
+    done_at = None  # when the last family trained here ended: a later one's startup runs from it
     for m, cfg, plan in zip(models, cfgs, plans):
         run_dir = plan.archive.run_dir(plan.name)
         if finished(run_dir):
             print(f"{m}: reusing the finished run {run_dir}", flush=True)
         else:
             print(f"{m}: running its sweep into {run_dir}", flush=True)
-            run_sweep(cfg)
+            run_sweep(cfg, startup=None if done_at is None else time.time() - done_at)
+            done_at = time.time()
         run_dirs.append(run_dir)
     families = [family_from_run(m, d) for m, d in zip(models, run_dirs)]
     result = compare(families)

@@ -44,12 +44,14 @@ def _worker_job(cfg_container: dict, worker: int) -> None:
         print(f"worker {worker}: {e}", file=sys.stderr)
 
 
-def run_sweep(cfg) -> int:
+def run_sweep(cfg, *, startup: float | None = None) -> int:
     """The whole job for `cfg` (a composed config or a `Config`); returns the exit code (0
     validated, 3 rejected, 4 inconclusive). Raises UserError. Optuna's logging is the caller's
-    (the CLI quiets it: `transfer.cli.sweep`)."""
+    (the CLI quiets it: `transfer.cli.sweep`). `startup`: the seconds spent before this call on
+    this run's behalf; by default the process's age (interpreter, imports, Hydra), which is
+    wrong for a process that ran other sweeps first (`transfer.compare`)."""
     started = time.time()
-    phases = {"startup": process_age()}  # interpreter, imports, Hydra: before this function
+    phases = {"startup": process_age() if startup is None else float(startup)}
     cfg: Config = as_config(cfg)
     gpus = visible_gpus(str(cfg.device), os.environ.get("CUDA_VISIBLE_DEVICES"),
                         torch.cuda.device_count())
