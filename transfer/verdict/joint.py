@@ -32,9 +32,9 @@ import numpy as np
 
 from transfer.verdict.curves import mean_curve
 from transfer.verdict.shared_curvature import (
+    fit_noise,
     fit_window,
     interval,
-    noise_groups,
     seed_mean_floor,
     separate_statistics,
     statistics,
@@ -89,9 +89,7 @@ def _fit(curves: Mapping[int, Mapping], *, window: int, n_boot: int, boot_seed: 
            for k in keys}
     if any(len(win[k]) < 3 for k in keys):
         return None
-    measured = None
-    if basin_excess is not None:  # weighed as the verdict weighs them (`Limits.basin_excess`)
-        table, *measured = noise_groups(table, win, keys, basin_excess)
+    table, *measured = fit_noise(table, win, keys, basin_excess)  # as the verdict reads it
     floor, dof = seed_mean_floor(table, keys, per_curve=not shared_shape, measured=measured)
     fit = statistics if shared_shape else separate_statistics
     return fit(table, win, keys, floor, dof, float(table[keys[0]]["log2_lr"][0]),

@@ -30,9 +30,8 @@ import numpy as np
 
 from transfer.verdict.curves import Curves, bracket, mean_curve
 from transfer.verdict.shared_curvature import (
+    fit_noise,
     fit_window,
-    interaction_noise,
-    noise_groups,
     seed_mean_floor,
     separate_statistics,
     statistics,
@@ -202,14 +201,9 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
     coord = dict(coord or {})
     _coord_rules(coord, ax, limits.coord_max_slope, rej, unk)
     octaves = math.log2(w1 / w0)
-    measured = None
-    if limits.basin_excess is not None:  # the fit weighs the points past the basin by their noise
-        table, *measured = noise_groups(table, win, widths, limits.basin_excess)
-        pure, pure_dof = measured
-    else:
-        pure, pure_dof = interaction_noise(table, widths)
+    table, pure, pure_dof = fit_noise(table, win, widths, limits.basin_excess)
     floor, _ = seed_mean_floor(table, widths, per_curve=not limits.shared_shape, noise=noise,
-                               measured=measured)
+                               measured=(pure, pure_dof))
     fit = statistics if limits.shared_shape else separate_statistics
     stats = fit(table, win, widths, floor, pure_dof, tuned, confidence=limits.confidence,
                        n_boot=limits.n_boot, boot_seed=limits.boot_seed) if all(

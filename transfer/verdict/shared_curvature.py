@@ -269,6 +269,16 @@ def noise_groups(table: Mapping, win: Mapping[int, Sequence[int]], widths: Seque
     return out, rest, dof[False]
 
 
+def fit_noise(table: Mapping, win: Mapping[int, Sequence[int]], widths: Sequence[int],
+              basin_excess: float | None) -> tuple[dict, float, float]:
+    """(the table the fit reads, the interaction σ its intervals use, its degrees of freedom):
+    with `basin_excess`, weighed by the basin's noise (`noise_groups`); else every point alike
+    (`interaction_noise`). The verdict and the joint estimate both read their noise here."""
+    if basin_excess is not None:
+        return noise_groups(table, win, widths, basin_excess)
+    return dict(table), *interaction_noise(table, widths)
+
+
 def seed_mean_floor(table: dict, widths: Sequence[int], *, per_curve: bool,
                     noise: float | None = None,
                     measured: tuple[float, float] | None = None) -> tuple[float | dict | None, int]:
