@@ -29,6 +29,8 @@ pipeline does, `validation.max_extend` steps at most):
   spread-all   spread-5, and the first curve's points 0.75 octave apart too
   spread-all-seeds  spread-all with spread-5-seeds' seeds
   spread-all-2x-first  spread-all-seeds with twice the seeds on the first curve
+  spread-basin-N  spread-5, each later curve's 5 points spanning N of the curve before's lr
+               basins (0.75-1.5 octaves apart; `plan.spread_step`); -seeds: spread-5-seeds'
 
     python benchmarks/design_replay.py --runs /tmp/cmpdef/sweeps/3b-mup-default-* --draws 200
     python benchmarks/design_replay.py --axis depth --runs /tmp/cmpdef/sweeps/*-default-*
@@ -49,6 +51,8 @@ import yaml
 
 from transfer.verdict.curves import extend_each, grid, mean_curve
 from transfer.verdict.judge import Limits, judge
+from transfer.verdict.plan import CurvePlan, spread_step
+from transfer.verdict.shared_curvature import BASIN_EXCESS, fit_window, noise_groups
 from transfer.verdict.trajectory import predict
 
 COORD_OK = {"status": "passed", "passed": True, "max_abs_slope": 0.0}  # the lr verdict alone
@@ -75,6 +79,10 @@ class Truth:
     step: float
     max_extend: int
     axis: str = "width"
+    # σ of a point past the basin on the high-lr side (> BASIN_EXCESS above the curve's best)
+    # over the rest's, measured on the run's grid (`shared_curvature.noise_groups`): a design
+    # that spreads its points puts more of them there
+    past_ratio: float = 1.0
 
 
 def curve_shape(points: dict, vertex: float, level: float, asymmetry: float) -> float:
@@ -117,12 +125,27 @@ def read_truth(run: Path, axis: str = "width") -> Truth:
     curv = ({w: curve_shape(v["curves"][str(w)], vertex[w], level[w], asym[w]) for w in widths}
             if depth else dict.fromkeys(widths, float(v["curvature"])))
     return Truth(name=f"{run.name}:{axis}", widths=widths, vertex=vertex, level=level,
+                 past_ratio=past_ratio(v["curves"], widths, int(val["points"])),  # limits_from
                  curvature=curv, asymmetry=asym,
                  point_std=point, seed_offset_std=math.sqrt(max(seed ** 2 - point ** 2, 0.0)),
                  pick=float(v["tuned_log2_lr"]), price=price, target_width=int(target),
                  target_optimum=target_opt, seeds=int(v["n_seeds"]),
                  points=int(val["points"]), step=float(val["step_log2"]),
                  max_extend=int(val["max_extend"]), axis=axis)
+
+
+def past_ratio(curves: dict, keys: tuple[int, ...], window: int) -> float:
+    """The run's points past the basin: their interaction σ over the rest's, as the verdict
+    measures it (`shared_curvature.noise_groups` over the fit windows), 1 without seeds."""
+    table, win = {}, {}
+    for k in keys:
+        c = curves[str(k)]
+        xs, ys = np.asarray(c["log2_lr"], float), np.asarray(c["loss"], float)
+        table[k] = {"log2_lr": xs.tolist(), "loss": ys.tolist(), "losses": c["losses"]}
+        win[k] = fit_window(xs, ys, window)
+    out, rest, _ = noise_groups(table, win, keys, BASIN_EXCESS)
+    return max((max(out[k].get("rel_sd", [1.0])) for k in keys), default=1.0) \
+        if math.isfinite(rest) else 1.0
 
 
 DESIGNS = {
@@ -145,6 +168,15 @@ DESIGNS = {
     # trajectory's far end
     "spread-all-2x-first": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
                                 first_step=0.75, first_seeds=2),
+    # spread-5 (spread-5-seeds on the depth grid), each later curve's step spread to the
+    # basin of the curve before it (`plan.spread_step`: its 5 points span `spread_basins`
+    # basins, 0.75-1.5 octaves apart): a flat family's points spread with its basin
+    "spread-basin-3": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None,
+                           spread_basins=3.0, max_step=1.5),
+    "spread-basin-4": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None,
+                           spread_basins=4.0, max_step=1.5),
+    "spread-basin-3-seeds": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
+                                 spread_basins=3.0, max_step=1.5),
 }
 
 
@@ -165,9 +197,11 @@ def replay(truth: Truth, design: dict, limits: Limits, rng: np.random.Generator)
         nonlocal seconds
         for x in xs:
             d = x - truth.vertex[w]
-            base = truth.level[w] + truth.curvature[w] * (truth.asymmetry[w] if d > 0 else 1.0) * d * d
-            curves[w].append((x, list(base + offsets[w]
-                                      + rng.normal(0, truth.point_std, seeds[w]))))
+            excess = truth.curvature[w] * (truth.asymmetry[w] if d > 0 else 1.0) * d * d
+            past = d > 0 and excess > BASIN_EXCESS * truth.level[w]
+            sd = truth.point_std * (truth.past_ratio if past else 1.0)
+            curves[w].append((x, list(truth.level[w] + excess + offsets[w]
+                                      + rng.normal(0, sd, seeds[w]))))
             seconds += seeds[w] * truth.price.get(w, 0.0)
 
     def run_width(w, centre, n, step):
@@ -188,6 +222,9 @@ def replay(truth: Truth, design: dict, limits: Limits, rng: np.random.Generator)
             xs, ys = mean_curve(curves[ws[i - 1]])
             fin = np.flatnonzero(np.isfinite(ys))
             centre = float(xs[fin[np.argmin(ys[fin])]]) if fin.size else pick
+        if wide and design.get("spread_basins"):
+            step = spread_step(curves[ws[i - 1]], CurvePlan(n, step, seeds[w]),
+                               design["spread_basins"], design["max_step"])
         run_width(w, round(centre, 6), n, step)
     v = judge(curves, None, pick, limits, COORD_OK)
     t = v.trajectory or {}

@@ -183,3 +183,58 @@ def test_a_focused_depth_grid_goes_shallow_to_deep_with_fewer_seeds_on_its_deepe
     assert {s for _, s, _ in waiting()} == {0, 1}  # the deeper half: 2 seeds
     train({2: -7.2, 4: -6.4, 8: -6.0})
     assert extend(ctx, axis, study, None, -7.0) == []
+
+
+def test_a_flat_curve_spreads_the_next_ones_points_with_its_basin():
+    """`validation.spread_basins`: the next curve's points span that many of the curve
+    before's basins (octaves within 1 % of its best loss), at least the planned step and at
+    most `max_step_log2`; a steep curve keeps the planned step."""
+    plan = grid_plan(_v(spread_basins=3.0, max_step_log2=1.5), [32, 64, 128], seeds=2)
+
+    def curve(a):  # loss 3 + a·(x + 7)², seeds 0.01 apart, 1 octave apart
+        return [(x, [3 + a * (x + 7) ** 2, 3.01 + a * (x + 7) ** 2]) for x in range(-10, -3)]
+
+    # within 1 % of 3.005 where a·d² ≤ 0.03: half-width √(0.03 / a) (interpolated linearly)
+    assert plan.step_after(64, curve(0.3)) == 0.75  # a basin ~0.6 octave: the planned step
+    wide = plan.step_after(64, curve(0.01))  # ~3.5 octaves (interpolated): spread, capped
+    assert wide == 1.5
+    mid = plan.step_after(64, curve(0.06))  # a basin of ~1.4 octaves: 3 × 1.4 / 3 points
+    assert 0.75 < mid < 1.5
+    assert plan.step_after(64, []) == 0.75  # nothing measured: the plan's
+    # the span holds the widest step any later curve may get
+    lo, hi = plan.span(-7.0)
+    assert hi + 7.0 == pytest.approx(1.0 * 2 + 2 * 1.5 * 2.5)
+    off = grid_plan(_v(), [32, 64, 128], seeds=2)
+    assert off.step_after(64, curve(0.01)) == 0.75
+
+
+def test_a_spread_curve_is_laid_out_extended_and_priced_at_its_own_step():
+    ctx = _ctx(spread_basins=3.0, max_step_log2=1.5)
+    study = optuna.create_study()
+    enqueue_grid(ctx, study, -7.0)
+
+    def flat(study):  # loss 3 + (x − v)² / 100: a basin of 2 octaves on a 1-octave grid
+        for t in study.get_trials(deepcopy=False):
+            if t.state != optuna.trial.TrialState.WAITING:
+                continue
+            trial = study.ask()
+            x = trial.suggest_float("log2_lr", -20, 10)
+            trial.suggest_categorical("width", [32, 64, 128])
+            s = trial.suggest_categorical("seed", [0, 1])
+            study.tell(trial, 3 + (x + 7) ** 2 / 100 + s / 100)
+
+    flat(study)
+    line = extend_grid(ctx, study, -7.0)
+    assert "1.5 octave apart (spread to width 32's basin)" in line
+    assert study.user_attrs["step_64"] == 1.5
+    assert _waiting(study) == [(64, s, x) for s in (0, 1) for x in (-9.25, -7.75, -6.25,
+                                                                      -4.75)]
+    from transfer.verdict.width import curve_of
+
+    assert curve_of(study, grid_plan(ctx.cfg.validation, [32, 64, 128], 2), 64).step == 1.5
+
+
+def test_a_spread_without_its_cap_is_refused():
+    cfg = as_config(compose(["model=tiny", "budget=smoke", "validation.spread_basins=3"]))
+    with pytest.raises(UserError, match="validation.max_step_log2"):
+        check_config(cfg)

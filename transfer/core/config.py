@@ -210,6 +210,11 @@ class ValidationConf:
     wide_points: int | None = None
     wide_step_log2: float | None = None
     depth_later_seeds: int | None = None
+    # With focus: a later curve's points span `spread_basins` of the curve before's lr basin
+    # (octaves within 1 % of its best loss), `wide_step_log2` apart at least and
+    # `max_step_log2` at most: a flat family's points spread with its basin (None: off).
+    spread_basins: float | None = None
+    max_step_log2: float | None = None
     min_seeds: int = 2  # fewer: inconclusive (one seed cannot tell noise from signal)
     min_points: int = 4  # finite points per width in the fit, fewer: inconclusive
     min_curvature_snr: float = 3.0  # curvature / its standard error; flat curves never pass
@@ -498,6 +503,12 @@ def check_config(cfg: Config) -> None:
     if v.wide_step_log2 is not None and not v.wide_step_log2 > 0:
         _fail(f"validation.wide_step_log2 must be > 0 (octaves between points), or null: "
               f"validation.step_log2; got {v.wide_step_log2}")
+    if v.spread_basins is not None and not v.spread_basins > 0:
+        _fail(f"validation.spread_basins must be > 0 (basins a later curve's points span), or "
+              f"null: off; got {v.spread_basins}")
+    if v.spread_basins is not None and not (v.max_step_log2 or 0) > 0:
+        _fail(f"validation.max_step_log2 must be > 0 with validation.spread_basins (the widest "
+              f"a spread curve's step grows); got {v.max_step_log2}")
     if v.depth_later_seeds is not None and v.depth_later_seeds < 2:
         _fail(f"validation.depth_later_seeds must be >= 2 (the verdict needs seeds to measure "
               f"its noise), or null: validation.depth_seeds; got {v.depth_later_seeds}")

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from transfer.archive.files import read_json, read_yaml
+from transfer.verdict.curves import basin_octaves
 
 CONFIDENCE = 0.90
 N_BOOT = 2000
@@ -119,30 +120,6 @@ def seed_matrix(curve: Mapping) -> tuple[np.ndarray, np.ndarray]:
     for i, s in enumerate(curve["losses"]):
         ys[i, :len(s)] = [np.nan if v is None else float(v) for v in s]
     return xs, ys
-
-
-def basin_octaves(xs: np.ndarray, mean: np.ndarray, tol: float = BASIN_TOL) -> tuple[float, bool]:
-    """Octaves of lr around the best point whose loss stays within `tol` of the best, the edges
-    placed by linear interpolation between grid points; and whether the basin reaches an edge
-    of the grid (then the width is a lower bound)."""
-    ok = np.isfinite(mean)
-    if ok.sum() < 2:
-        return math.nan, True
-    x, y = xs[ok], mean[ok]
-    i = int(np.argmin(y))
-    limit = y[i] * (1 + tol)
-    edges, open_ = [], False
-    for step in (-1, 1):
-        j = i
-        while 0 <= j + step < len(x) and y[j + step] <= limit:
-            j += step
-        if not 0 <= j + step < len(x):
-            edges.append(x[j])
-            open_ = True
-            continue
-        k = j + step  # the first point outside: interpolate the crossing between j and k
-        edges.append(x[j] + (x[k] - x[j]) * (limit - y[j]) / (y[k] - y[j]))
-    return float(abs(edges[1] - edges[0])), open_
 
 
 def lr_sensitivity(mean: np.ndarray, initial_loss: float) -> float:
@@ -244,7 +221,7 @@ def family_metrics(f: Family, *, flops: float | None, confidence: float = CONFID
     w = max(f.curves)
     xs, ys = seed_matrix(f.curves[w])
     l0 = math.log(f.vocab_size)
-    basin_open = basin_octaves(xs, np.nanmean(ys, axis=1))[1]
+    basin_open = basin_octaves(xs, np.nanmean(ys, axis=1), BASIN_TOL)[1]
     train = f.train
     lr_ci = train.get("lr_interval") or [math.nan, math.nan]
     out = {
@@ -256,7 +233,7 @@ def family_metrics(f: Family, *, flops: float | None, confidence: float = CONFID
                            "ci": list(train.get("lr_transferred_interval") or
                                       [math.nan, math.nan])},
         "loss_equal_tokens": _metric(ys, np.nanmin, confidence, n_boot, 0),
-        "basin_octaves": {**_metric(ys, lambda m: basin_octaves(xs, m)[0], confidence, n_boot, 2),
+        "basin_octaves": {**_metric(ys, lambda m: basin_octaves(xs, m, BASIN_TOL)[0], confidence, n_boot, 2),
                           "bound": "lower" if basin_open else None},
         "lr_sensitivity": _metric(ys, lambda m: lr_sensitivity(m, l0), confidence, n_boot, 3),
         "divergence_margin_octaves": _divergence(f, w),

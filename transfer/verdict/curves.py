@@ -15,7 +15,7 @@ import numpy as np
 # width -> [(log2 lr, [loss of each seed; nan where it diverged]), ...]
 Curves = Mapping[int, Sequence[tuple[float, Sequence[float]]]]
 
-__all__ = ["Curves", "bracket", "extend_each", "extend_points", "extension_odds", "grid",
+__all__ = ["Curves", "basin_octaves", "bracket", "extend_each", "extend_points", "extension_odds", "grid",
            "mean_curve", "rounds_left"]
 
 
@@ -98,3 +98,27 @@ def rounds_left(odds: Sequence[float], done: int, at_edge: bool | None) -> list[
     base = odds[known - 1] if known >= 1 else 1.0
     return [1.0 if j <= known else (odds[j - 1] / base if base > 0 else 0.0)
             for j in range(done + 1, len(odds) + 1)]
+
+
+def basin_octaves(xs: np.ndarray, mean: np.ndarray, tol: float = 0.01) -> tuple[float, bool]:
+    """Octaves of lr around the best point whose loss stays within `tol` of the best, the edges
+    placed by linear interpolation between grid points; and whether the basin reaches an edge
+    of the grid (then the width is a lower bound)."""
+    ok = np.isfinite(mean)
+    if ok.sum() < 2:
+        return math.nan, True
+    x, y = xs[ok], mean[ok]
+    i = int(np.argmin(y))
+    limit = y[i] * (1 + tol)
+    edges, open_ = [], False
+    for step in (-1, 1):
+        j = i
+        while 0 <= j + step < len(x) and y[j + step] <= limit:
+            j += step
+        if not 0 <= j + step < len(x):
+            edges.append(x[j])
+            open_ = True
+            continue
+        k = j + step  # the first point outside: interpolate the crossing between j and k
+        edges.append(x[j] + (x[k] - x[j]) * (limit - y[j]) / (y[k] - y[j]))
+    return float(abs(edges[1] - edges[0])), open_

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transfer.verdict.curves import grid, mean_curve
+from transfer.verdict.curves import basin_octaves, grid, mean_curve
 
 
 @dataclass(frozen=True)
@@ -56,9 +56,25 @@ class GridPlan:
     curves: tuple[CurvePlan, ...]
     focus: bool
     max_extend: int
+    # A later curve's points span this many of the curve before's basins (`step_after`);
+    # None: every curve its planned step
+    spread_basins: float | None = None
+    max_step: float | None = None  # the widest a spread curve's step grows
 
     def __getitem__(self, key: int) -> CurvePlan:
         return self.curves[self.keys.index(key)]
+
+    def step_after(self, key: int, before) -> float:
+        """The step of the curve `key`, laid out after the curve before it measured `before`
+        (its points): with `spread_basins`, its points span that many of the curve before's
+        basins (octaves within 1 % of its best seed-mean loss, `curves.basin_octaves`), at
+        least the planned step and at most `max_step`. A flatter family's curve is wider in lr
+        and its points spread with it: the curvature's S/N grows as the step squared, the
+        vertex's precision as the step, while the curve stays parabolic over its points."""
+        cp = self[key]
+        if not (self.focus and self.spread_basins):
+            return cp.step
+        return spread_step(before, cp, self.spread_basins, self.max_step or cp.step)
 
     def before(self, key: int) -> int | None:
         """The curve laid out before `key` (None for the first)."""
@@ -69,9 +85,17 @@ class GridPlan:
         """Bounds that hold every point any curve can reach from `centre`: a focused curve's
         centre may move by its predecessor's reach, so the reaches add up (an Optuna float
         distribution for the grid's log2 lr, wide enough for every trial)."""
-        reach = [c.step * ((c.points - 1) / 2 + self.max_extend) for c in self.curves]
+        reach = [self.widest_step(i) * ((c.points - 1) / 2 + self.max_extend)
+                 for i, c in enumerate(self.curves)]
         half = sum(reach) if self.focus else max(reach)
         return round(centre - half, 6), round(centre + half, 6)
+
+    def widest_step(self, i: int) -> float:
+        """The widest step the `i`-th curve may be laid out at (`step_after`)."""
+        step = self.curves[i].step
+        if i and self.focus and self.spread_basins and self.max_step:
+            return max(step, self.max_step)
+        return step
 
     @property
     def max_seeds(self) -> int:
@@ -96,8 +120,24 @@ def grid_plan(v, keys: Sequence[int], seeds: int, later_seeds: int | None = None
         n = int(later_seeds) if later_seeds and focus and i >= len(keys) / 2 else int(seeds)
         curves.append(CurvePlan(int(wide_points or first.points),
                                 float(wide_step or first.step), n))
+    spread = getattr(v, "spread_basins", None) if focus else None
     return GridPlan(keys=keys, curves=tuple(curves), focus=focus,
-                    max_extend=int(v.max_extend))
+                    max_extend=int(v.max_extend), spread_basins=spread and float(spread),
+                    max_step=float(getattr(v, "max_step_log2", None) or 0.0) or None)
+
+
+def spread_step(before, curve: CurvePlan, spread_basins: float, max_step: float) -> float:
+    """`curve`'s step when its points span `spread_basins` of the basin the curve `before`
+    (its measured points) showed, within [`curve.step`, `max_step`] (`GridPlan.step_after`);
+    the planned step where `before` has no basin to measure."""
+    if not before or curve.points < 2:
+        return curve.step
+    xs, ys = mean_curve(before)
+    basin, _ = basin_octaves(xs, ys)
+    if not math.isfinite(basin):
+        return curve.step
+    want = spread_basins * basin / (curve.points - 1)
+    return round(min(max(curve.step, want), max(max_step, curve.step)), 3)
 
 
 def best_point(points) -> float | None:

@@ -217,14 +217,22 @@ def interaction_noise(table: dict, widths: Sequence[int]) -> tuple[float, int]:
     seed."""
     ss, dof = 0.0, 0
     for w in widths:
-        rows = [r for r in table[w]["losses"] if len(r) > 1 and np.all(np.isfinite(r))]
-        if len(rows) < 2 or len({len(r) for r in rows}) != 1:
+        e = _two_way([r for r in table[w]["losses"] if len(r) > 1 and np.all(np.isfinite(r))])
+        if e is None:
             continue
-        m = np.asarray(rows)
-        e = m - m.mean(axis=1, keepdims=True) - m.mean(axis=0, keepdims=True) + m.mean()
         ss += float((e * e).sum())
-        dof += (m.shape[0] - 1) * (m.shape[1] - 1)
+        dof += (e.shape[0] - 1) * (e.shape[1] - 1)
     return (math.sqrt(ss / dof), dof) if dof else (math.nan, 0)
+
+
+def _two_way(rows: Sequence[Sequence[float]]) -> np.ndarray | None:
+    """The residuals of the two-way layout point × seed (each point's mean and each seed's
+    level offset removed) over `rows`, one per point, each its seeds' finite losses; None
+    unless 2 or more points have the same number of seeds."""
+    if len(rows) < 2 or len({len(r) for r in rows}) != 1:
+        return None
+    m = np.asarray(rows, dtype=float)
+    return m - m.mean(axis=1, keepdims=True) - m.mean(axis=0, keepdims=True) + m.mean()
 
 
 def noise_groups(table: Mapping, win: Mapping[int, Sequence[int]], widths: Sequence[int],
@@ -251,11 +259,10 @@ def noise_groups(table: Mapping, win: Mapping[int, Sequence[int]], widths: Seque
             past_of[w] = {i for i in idx if i > ib and ys[i] > ys[ib] + abs(ys[ib]) * max_excess}
         rows = [i for i in idx if len(table[w]["losses"][i]) > 1
                 and np.all(np.isfinite(table[w]["losses"][i]))]
-        if len(rows) < 2 or len({len(table[w]["losses"][i]) for i in rows}) != 1:
+        e = _two_way([table[w]["losses"][i] for i in rows])
+        if e is None:
             continue
-        m = np.asarray([table[w]["losses"][i] for i in rows])
-        e = m - m.mean(axis=1, keepdims=True) - m.mean(axis=0, keepdims=True) + m.mean()
-        per_row = (m.shape[0] - 1) * (m.shape[1] - 1) / m.shape[0]  # dof each row carries
+        per_row = (e.shape[0] - 1) * (e.shape[1] - 1) / e.shape[0]  # dof each row carries
         for i, ei in zip(rows, e):
             past = i in past_of[w]
             ss[past] += float((ei * ei).sum())

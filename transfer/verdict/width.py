@@ -10,6 +10,7 @@ study, so validation resumes and parallelises like any stage.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -28,7 +29,7 @@ from transfer.verdict.curves import (
     rounds_left,
 )
 from transfer.verdict.judge import Limits, Verdict, judge
-from transfer.verdict.plan import GridPlan, best_point, grid_plan
+from transfer.verdict.plan import CurvePlan, GridPlan, best_point, grid_plan
 from transfer.verdict.rounds import MAX_MULTIPLE, look_confidence, plan_round
 from transfer.verdict.trajectory import model_for, prior_offset
 
@@ -96,6 +97,16 @@ def centre_of(study: optuna.Study, key: int, centre: float) -> float:
     return float(study.user_attrs.get(f"centre_{key}", centre))
 
 
+def curve_of(study: optuna.Study | None, plan: GridPlan, key: int) -> CurvePlan:
+    """The curve `key`'s design as it was laid out: the plan's, with the step it was spread to
+    (`GridPlan.step_after`, kept in the study's user attrs when it was laid out)."""
+    step = study.user_attrs.get(f"{STEP}{key}") if study is not None else None
+    return plan[key] if step is None else dataclasses.replace(plan[key], step=float(step))
+
+
+STEP = "step_"  # study user attr prefix: the step a focused curve was laid out at
+
+
 def enqueue_grid(ctx: Context, study: optuna.Study, center: float) -> None:
     """Queue the grid's first points once, whoever gets here first. Today's design (no
     `validation.focus`): every (width, seed, lr) point, the widest first. Longest first (LPT)
@@ -132,8 +143,9 @@ def grow(ctx: Context, study: optuna.Study, plan: GridPlan, center: float,
         laid = [k for k in plan.keys if measured.get(k)]
         new: dict[int, list[float]] = {}
         for k in laid:
-            bounds = {k: plan[k].bounds(centre_of(study, k, center), plan.max_extend)}
-            new.update(extend_each({k: measured[k]}, step=plan[k].step, bounds=bounds))
+            cp = curve_of(study, plan, k)
+            bounds = {k: cp.bounds(centre_of(study, k, center), plan.max_extend)}
+            new.update(extend_each({k: measured[k]}, step=cp.step, bounds=bounds))
         for k, xs in sorted(new.items(), reverse=True):  # the most expensive first, as the grid
             queue(k, xs)
         if new:
@@ -145,11 +157,14 @@ def grow(ctx: Context, study: optuna.Study, plan: GridPlan, center: float,
         before = plan.before(k)
         found = best_point(measured[before]) if before is not None else None
         c = round(center if found is None else found, 6)
-        line = (f"{name} {k}: {plan[k].points} points {plan[k].step:g} octave apart × "
-                f"{plan[k].seeds} seeds, centred on {name} {before}'s best point, log2 lr {c:.2f}")
+        cp = dataclasses.replace(plan[k], step=plan.step_after(k, measured.get(before)))
+        spread = (f" (spread to {name} {before}'s basin)" if cp.step != plan[k].step else "")
+        line = (f"{name} {k}: {cp.points} points {cp.step:g} octave apart{spread} × "
+                f"{cp.seeds} seeds, centred on {name} {before}'s best point, log2 lr {c:.2f}")
         study.set_user_attr(f"centre_{k}", c)
+        study.set_user_attr(f"{STEP}{k}", cp.step)
         study.set_user_attr(f"{LAID}{k}", line)  # for the worker that shows progress
-        queue(k, plan[k].xs(c))
+        queue(k, cp.xs(c))
     return line
 
 
@@ -336,7 +351,7 @@ def extension_rounds(ctx: Context, study: optuna.Study | None, center: float
     curves = curves_from(study, widths) if trials else {}
     out = {}
     for w in widths:
-        cp = plan[w]
+        cp = curve_of(study, plan, w)
         centre = centre_of(study, w, center) if study is not None else center
         first = set(cp.xs(centre))
         ref = (plan.before(w) if plan.focus else None) or widths[0]
