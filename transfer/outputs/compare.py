@@ -29,7 +29,6 @@ CONFIDENCE = 0.90
 N_BOOT = 2000
 # run.json's status → the verdict it records ("finished": validated)
 STATUS = {"finished": "passed", "rejected": "rejected", "inconclusive": "inconclusive"}
-BASIN_TOL = 0.01  # a point is in the basin when its loss is within 1 % of the best
 # What a proxy-scale ranking is worth, said in every report.
 RANKING_CAVEAT = (
     "Rankings at proxy scale are weak evidence of rankings at the target: DataDecide (Magnusson "
@@ -221,7 +220,7 @@ def family_metrics(f: Family, *, flops: float | None, confidence: float = CONFID
     w = max(f.curves)
     xs, ys = seed_matrix(f.curves[w])
     l0 = math.log(f.vocab_size)
-    basin_open = basin_octaves(xs, np.nanmean(ys, axis=1), BASIN_TOL)[1]
+    basin_open = basin_octaves(xs, np.nanmean(ys, axis=1))[1]
     train = f.train
     lr_ci = train.get("lr_interval") or [math.nan, math.nan]
     out = {
@@ -233,7 +232,7 @@ def family_metrics(f: Family, *, flops: float | None, confidence: float = CONFID
                            "ci": list(train.get("lr_transferred_interval") or
                                       [math.nan, math.nan])},
         "loss_equal_tokens": _metric(ys, np.nanmin, confidence, n_boot, 0),
-        "basin_octaves": {**_metric(ys, lambda m: basin_octaves(xs, m, BASIN_TOL)[0], confidence, n_boot, 2),
+        "basin_octaves": {**_metric(ys, lambda m: basin_octaves(xs, m)[0], confidence, n_boot, 2),
                           "bound": "lower" if basin_open else None},
         "lr_sensitivity": _metric(ys, lambda m: lr_sensitivity(m, l0), confidence, n_boot, 3),
         "divergence_margin_octaves": _divergence(f, w),

@@ -15,7 +15,7 @@ import numpy as np
 # width -> [(log2 lr, [loss of each seed; nan where it diverged]), ...]
 Curves = Mapping[int, Sequence[tuple[float, Sequence[float]]]]
 
-__all__ = ["Curves", "basin_octaves", "bracket", "extend_each", "extend_points", "extension_odds", "grid",
+__all__ = ["BASIN_TOL", "Curves", "basin_octaves", "bracket", "extend_each", "extend_points", "extension_odds", "grid",
            "mean_curve", "rounds_left"]
 
 
@@ -100,7 +100,10 @@ def rounds_left(odds: Sequence[float], done: int, at_edge: bool | None) -> list[
             for j in range(done + 1, len(odds) + 1)]
 
 
-def basin_octaves(xs: np.ndarray, mean: np.ndarray, tol: float = 0.01) -> tuple[float, bool]:
+BASIN_TOL = 0.01  # a point is in the basin when its loss is within 1 % of the best
+
+
+def basin_octaves(xs: np.ndarray, mean: np.ndarray, tol: float = BASIN_TOL) -> tuple[float, bool]:
     """Octaves of lr around the best point whose loss stays within `tol` of the best, the edges
     placed by linear interpolation between grid points; and whether the basin reaches an edge
     of the grid (then the width is a lower bound)."""

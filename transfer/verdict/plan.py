@@ -72,9 +72,14 @@ class GridPlan:
         and its points spread with it: the curvature's S/N grows as the step squared, the
         vertex's precision as the step, while the curve stays parabolic over its points."""
         cp = self[key]
-        if not (self.focus and self.spread_basins):
+        if not self.spreads:
             return cp.step
-        return spread_step(before, cp, self.spread_basins, self.max_step or cp.step)
+        return spread_step(before, cp, self.spread_basins, self.max_step)
+
+    @property
+    def spreads(self) -> bool:
+        """Whether a later curve's step follows the basin before it (`step_after`)."""
+        return bool(self.focus and self.spread_basins and self.max_step)
 
     def before(self, key: int) -> int | None:
         """The curve laid out before `key` (None for the first)."""
@@ -93,9 +98,7 @@ class GridPlan:
     def widest_step(self, i: int) -> float:
         """The widest step the `i`-th curve may be laid out at (`step_after`)."""
         step = self.curves[i].step
-        if i and self.focus and self.spread_basins and self.max_step:
-            return max(step, self.max_step)
-        return step
+        return max(step, self.max_step) if i and self.spreads else step
 
     @property
     def max_seeds(self) -> int:
