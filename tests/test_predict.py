@@ -9,8 +9,9 @@ from helpers_sweep import TINY, compose_cfg, only_run
 
 from transfer.cli.sweep import sweep
 from transfer.run import predict
+from transfer.run.history import Calibration
 from transfer.run.planner import plan_sweep
-from transfer.search import Context, stage_space
+from transfer.search import Context, default_hparams, stage_space
 from transfer.search.stages import expected_trial_seconds, stage_layout
 
 STEP, EVAL, SETUP = 0.01, 0.05, 0.2  # seconds: a step, an evaluation, building a trial
@@ -108,7 +109,7 @@ def test_seed_rounds_are_priced_at_their_cap_beside_the_prediction_not_in_it():
     base = ["validation.points=3", "validation.seeds=2", "validation.max_extra_seconds=300"]
     pred = predict.predict_run(_ctx(base))
     assert pred["seed_round_cap_seconds"] == 300.0  # the width grid only
-    assert "up to 5m00s more if seed rounds run" in predict.line(pred, {"startup": 1.0})
+    assert "seed rounds at most 5m00s" in predict.line(pred, {"startup": 1.0})
     without = predict.predict_run(_ctx([*base[:2], "validation.max_extra_seconds=0"]))
     assert without["seed_round_cap_seconds"] == 0.0
     assert math.isclose(without["seconds"], pred["seconds"])
@@ -158,3 +159,32 @@ def test_sp_prices_the_growth_its_drifting_optimum_is_expected_to_need():
     assert math.isclose(b["extension_expected_seconds"], 0.5 * 2 * _trial(sp, w1))
     assert math.isclose(b["phases"]["validation"],
                         a["phases"]["validation"] + b["extension_expected_seconds"])
+
+
+def test_the_printed_prediction_is_the_probes_scaled_by_earlier_runs():
+    """Each phase scaled by its measured ÷ predicted ratio (`transfer.run.history`); the probes'
+    own phases are kept (the next run's calibration reads them), and the line says how."""
+    ctx = _ctx(["validation.points=3", "validation.seeds=2"])
+    raw = predict.predict_run(ctx)
+    cal = Calibration(ratios={"validation": 1.5, "finalize": 3.0}, runs=["a", "b"])
+    pred = predict.predict_run(ctx, cal)
+    assert pred["phases"] == raw["phases"] and math.isclose(pred["probe_seconds"], raw["seconds"])
+    assert math.isclose(pred["expected_phases"]["validation"], 1.5 * raw["phases"]["validation"])
+    assert pred["expected_phases"]["coord"] == raw["phases"]["coord"]  # no ratio: as probed
+    extra = 0.5 * raw["phases"]["validation"] + 2 * raw["phases"]["finalize"]
+    assert math.isclose(pred["seconds"], raw["seconds"] + extra)
+    assert "scaled as in 2 archived runs" in predict.line(pred, {"startup": 1.0})
+    assert "the probes alone" in predict.line(raw, {"startup": 1.0})
+    after = predict.after_stages(ctx, {**default_hparams(ctx.cfg)}, 10.0, cal)
+    assert math.isclose(after["seconds"], sum(after["expected_phases"].values()))
+    assert math.isclose(after["expected_phases"]["validation"],
+                        1.5 * after["phases"]["validation"])
+
+
+def test_sp_does_not_price_the_depth_grid_its_width_rejection_skips():
+    over = ["validation.points=3", "validation.seeds=2", "validation.depth_enabled=true",
+            "validation.depth=4"]
+    mup, sp = (_ctx([*over, f"proxy.parametrization={p}"]) for p in ("mup", "sp"))
+    assert not predict.theory_rejects(mup) and predict.theory_rejects(sp)
+    assert "depth" in predict.predict_run(mup)["phases"]
+    assert "depth" not in predict.predict_run(sp)["phases"]

@@ -20,7 +20,7 @@ from transfer.archive import code_version
 from transfer.core.compose import as_config
 from transfer.core.config import Config
 from transfer.core.errors import UserError
-from transfer.run import predict
+from transfer.run import history, predict
 from transfer.run.assemble import finalize, write_partial
 from transfer.run.planner import make_context, plan_sweep
 from transfer.run.reuse import reuse_archived
@@ -64,10 +64,11 @@ def run_sweep(cfg, *, startup: float | None = None) -> int:
     storage = None
     if cfg.storage.kind == "postgres":  # connect before creating anything in the archive
         storage = make_storage(plan.config.storage, run_dir=plan.archive.run_dir(plan.name))
+    calibration = history.calibration(plan.archive, cfg)  # the ETA's, from earlier runs
     early = predict.before_archive(plan)  # with a cap: refuse to start over it, before the
     if early is not None:                   # archive is touched
         with timed(phases, "probes"):
-            pred = predict.predict_and_check_cap(early)
+            pred = predict.predict_and_check_cap(early, calibration)
     run_dir = plan.archive.create_run(
         plan.name, fingerprint=plan.fingerprint, model=cfg.model.name,
         parametrization=cfg.proxy.parametrization,
@@ -84,7 +85,7 @@ def run_sweep(cfg, *, startup: float | None = None) -> int:
         ctx.progress.line(reused)
     if early is None:  # no cap: predicted here, for what is left (a re-emit probes nothing)
         with timed(phases, "probes"):
-            pred = predict.predict_run(ctx)
+            pred = predict.predict_run(ctx, calibration)
     else:
         ctx.probes.update(early.probes)  # the probes are not paid twice
     ctx.phases.update(phases)
@@ -96,7 +97,8 @@ def run_sweep(cfg, *, startup: float | None = None) -> int:
         with timed(ctx.phases, "stages"):
             hp = run_stages(ctx)
         # the grids train at the stages' winners: the rest is priced again at them
-        after = predict.after_stages(ctx, hp, ctx.phases["startup"] + time.time() - started)
+        after = predict.after_stages(ctx, hp, ctx.phases["startup"] + time.time() - started,
+                                     calibration)
         pred["after_stages"] = after
         ctx.progress.line(predict.after_line(after))
         code = finalize(plan, ctx, hp, started=started)

@@ -280,6 +280,10 @@ class StorageConf:
     grace_period: int = 30
 
 
+# the whole-run prediction's phases (transfer.run.predict), each calibrated on its own
+ETA_PHASES = ("stages", "validation", "depth", "horizon", "coord", "finalize")
+
+
 @dataclass
 class CostConf:
     n_gpus: int = 256
@@ -291,6 +295,11 @@ class CostConf:
     baseline_tokens_per_param: float = 20.0  # Chinchilla-optimal runs (Hoffmann et al. 2022)
     max_tuning_gpu_hours: float | None = None
     max_wall_seconds: float | None = None
+    # the ETA's prior (transfer.run.history): per parametrization, each phase's measured ÷
+    # probe-predicted seconds on the runs `eta_prior_source` names, counted as that many runs
+    eta_prior: dict[str, dict[str, float]] = field(default_factory=dict)
+    eta_prior_runs: int = 0
+    eta_prior_source: str = ""
 
 
 @dataclass
@@ -529,9 +538,22 @@ def check_config(cfg: Config) -> None:
         _fail(f"validation.confidence must be in (0, 1), got {v.confidence}")
     if c.cost.n_gpus < 1:
         _fail(f"cost.n_gpus must be >= 1, got {c.cost.n_gpus}")
+    _check_eta_prior(c.cost)
     if not 0 < c.hardware.utilization <= 1:
         _fail(f"hardware.utilization={c.hardware.utilization} must be in (0, 1]")
     _check_scaling(c.scaling)
+
+
+def _check_eta_prior(c: CostConf) -> None:
+    if c.eta_prior_runs < 0:
+        _fail(f"cost.eta_prior_runs must be >= 0, got {c.eta_prior_runs}")
+    for par, ratios in c.eta_prior.items():
+        for k, r in ratios.items():
+            if k not in ETA_PHASES:
+                _fail(f"cost.eta_prior.{par}.{k}: unknown phase; phases: {', '.join(ETA_PHASES)}")
+            if not r > 0:
+                _fail(f"cost.eta_prior.{par}.{k} must be > 0 (measured ÷ predicted seconds), "
+                      f"got {r}")
 
 
 def _check_horizon_method(v: ValidationConf, s: ScalingConf) -> None:

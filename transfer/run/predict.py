@@ -21,15 +21,20 @@ Points an edge-hitting width grid adds (`validation.max_extend`) are priced at t
 number where the parametrization's theory puts the optimum at each width
 (`transfer.verdict.width.extension_rounds`: none under μP; SP's optimum falls an octave per
 doubling, so its widest curve grows); the ETA conditions them on each curve once measured.
-Not predictable before training and so not in the prediction: growth beyond that (the depth
-and horizon grids' included) and trials stopped by divergence. `extension_cap_seconds` is the
-most the extensions can add (every grid extended `max_extend` steps on both sides at every
-width), printed beside the prediction; `seed_round_cap_seconds` the most the seed rounds can add
+Where the theory expects the width grid to reject (SP: `theory_rejects`), the depth grid,
+skipped after a width rejection, is not priced.
+
+The probes cannot price what the run decides as it goes (growth beyond that, the depth and
+horizon grids' included; seed rounds; the stages' batch winner; divergence) nor the work
+around the trials. So the printed prediction (`seconds`, `expected_phases`) is the probes'
+phases (`phases`, `probe_seconds`) each scaled by its measured ÷ predicted ratio on earlier
+runs (`transfer.run.history`: the archive's runs and the budget's prior): an expected value.
+`extension_cap_seconds` is the most the extensions can add (every grid extended `max_extend`
+steps on both sides at every width) and `seed_round_cap_seconds` the most the seed rounds can
 (`validation.max_extra_seconds` of predicted wall seconds for each grid that runs them: the
-width grid's and the depth grid's; whether a round runs depends on the verdict, so the
-prediction holds none of it); cost.json's
-`trial_timing` says afterwards how many trials each phase ran and how their measured seconds
-compared with their probes' (`transfer.run.assemble`), which separates the two kinds of miss.
+width grid's and the depth grid's); cost.json's `trial_timing` says afterwards how many trials
+each phase ran and how their measured seconds compared with their probes'
+(`transfer.run.assemble`), which separates the two kinds of miss.
 """
 
 from __future__ import annotations
@@ -37,11 +42,13 @@ from __future__ import annotations
 import math
 
 from transfer.core import cost as costs
+from transfer.run.history import Calibration
 from transfer.run.planner import Plan
 from transfer.search import Context, default_hparams, n_finished, open_study, predict_seconds
 from transfer.search.stages import expected_trial_seconds
 from transfer.verdict import depth, horizon, horizon_branched
 from transfer.verdict.coord import COORD_BATCH
+from transfer.verdict.trajectory import prior_offset
 from transfer.verdict.width import (
     coord_widths,
     extension_rounds,
@@ -83,9 +90,12 @@ def _left(expected: int, finished: int) -> float:
     return 0.0 if expected <= 0 else max(0.0, 1.0 - finished / expected)
 
 
-def predict_run(ctx: Context) -> dict:
+def predict_run(ctx: Context, calibration: Calibration | None = None) -> dict:
     """Whole-run seconds per phase (and FLOPs) from the probes, for what is left to train (all
-    of it in a fresh run; nothing, and no probe, in a finished one); see the module docstring."""
+    of it in a fresh run; nothing, and no probe, in a finished one); see the module docstring.
+    `phases` are the probes' own; `expected_phases` and `seconds` are them scaled by
+    `calibration` (`transfer.run.history`: what the run decides as it goes and the work
+    around the trials, from earlier runs), the probes' total kept as `probe_seconds`."""
     cfg, plan = ctx.cfg, ctx.proxies
     hp = default_hparams(cfg)
     tokens = int(cfg.train.tokens)
@@ -100,26 +110,36 @@ def predict_run(ctx: Context) -> dict:
     phases["stages"] /= _workers(cfg)
     grids = _grids(ctx, hp)
     phases.update(grids["phases"])
-    seconds = sum(phases.values())
+    cal = calibration or Calibration()
+    expected = cal.apply(phases)
+    seconds = sum(expected.values())
     return {"seconds": seconds, "device_hours": seconds / 3600, "flops": flops + grids["flops"],
-            "phases": phases, "stages": stage_seconds, "trial_seconds": grids["trial_seconds"],
+            "phases": phases, "expected_phases": expected,
+            "probe_seconds": sum(phases.values()), "calibration": cal.to_dict(),
+            "calibration_line": cal.describe(),
+            "stages": stage_seconds, "trial_seconds": grids["trial_seconds"],
             "extension_cap_seconds": grids["extension_cap_seconds"],
             "extension_expected_seconds": grids["extension_expected_seconds"],
             "seed_round_cap_seconds": grids["seed_round_cap_seconds"],
-            "not_predicted": "grid points added at an edge beyond the parametrization's "
-                             "expected optimum (validation.max_extend; at most "
-                             "extension_cap_seconds), seed rounds (at most "
+            "not_predicted": "by the probes (their phases; `expected_phases` scale them by "
+                             "earlier runs, `calibration`): grid points added at an edge beyond "
+                             "the parametrization's expected optimum (validation.max_extend; at "
+                             "most extension_cap_seconds), seed rounds (at most "
                              "seed_round_cap_seconds), divergence, the stages' batch-size winner "
                              "(the grids are priced at train.batch_size until `after_stages`)"}
 
 
-def after_stages(ctx: Context, hp: dict, elapsed: float) -> dict:
+def after_stages(ctx: Context, hp: dict, elapsed: float,
+                 calibration: Calibration | None = None) -> dict:
     """The rest of the run predicted again once the stages have picked `hp` (the grids train at
     the winners: a smaller batch means more steps), `elapsed` seconds into the launch: the
-    probes of the winners' shapes are the ones the grids' first trials would take anyway."""
+    probes of the winners' shapes are the ones the grids' first trials would take anyway;
+    scaled by `calibration` as the first prediction is."""
     grids = _grids(ctx, hp)
-    rest = sum(grids["phases"].values())
-    return {"phases": grids["phases"], "trial_seconds": grids["trial_seconds"],
+    expected = (calibration or Calibration()).apply(grids["phases"])
+    rest = sum(expected.values())
+    return {"phases": grids["phases"], "expected_phases": expected,
+            "trial_seconds": grids["trial_seconds"],
             "extension_cap_seconds": grids["extension_cap_seconds"],
             "extension_expected_seconds": grids["extension_expected_seconds"],
             "seed_round_cap_seconds": grids["seed_round_cap_seconds"], "seconds": rest,
@@ -129,6 +149,17 @@ def after_stages(ctx: Context, hp: dict, elapsed: float) -> dict:
 
 def _workers(cfg) -> int:
     return max(1, int(cfg.workers))  # trials of one study are shared by the local workers
+
+
+def theory_rejects(ctx: Context) -> bool:
+    """Whether the parametrization's theory puts the widest proxy's optimum further from the
+    narrowest's than the width verdict allows (`trajectory.prior_offset` against
+    `validation.tolerance_log2`; SP: an octave per doubling): the width grid is then expected to
+    reject, and the depth grid, skipped after a width rejection
+    (`transfer.verdict.checks.DEPTH_SKIPPED`), is not priced."""
+    ws = ctx.proxies.widths()
+    drift = prior_offset(ctx.cfg.proxy.parametrization, ws[-1], ws[0])
+    return abs(drift) > float(ctx.cfg.validation.tolerance_log2)
 
 
 def _grids(ctx: Context, hp: dict) -> dict:
@@ -162,7 +193,8 @@ def _grids(ctx: Context, hp: dict) -> dict:
                                      * fam.flops_per_token(w) for w in ws)
         steps = {w: ctx.probes[(w, int(hp["batch_size"]))][0] for w in (w0, ws[-1])}
         phases["coord"] = _coord_seconds(ctx, hp, steps)
-    if n_grid and depth.enabled(cfg):  # the depths' points (L0's copied at the stages' width)
+    if n_grid and depth.enabled(cfg) and not theory_rejects(ctx):
+        # the depths' points (L0's copied at the stages' width)
         ds, wd = depth.depths(ctx), depth.grid_width(ctx)
         dplan = depth.depth_plan(ctx)
         n_depth = {d: dplan[d].trials for d in ds}
@@ -215,10 +247,10 @@ def _grids(ctx: Context, hp: dict) -> dict:
             "extension_expected_seconds": expected / _workers(cfg)}
 
 
-def predict_and_check_cap(ctx: Context) -> dict:
+def predict_and_check_cap(ctx: Context, calibration: Calibration | None = None) -> dict:
     """The prediction, made in `ctx` (whose probes the run then reuses); refuses to start
-    (exit 2, prediction and cap printed) when it is over the cap."""
-    pred = predict_run(ctx)
+    (exit 2, prediction and cap printed) when its expected seconds are over the cap."""
+    pred = predict_run(ctx, calibration)
     costs.check_cap(pred["device_hours"], pred["seconds"], ctx.cfg.cost)
     return pred
 
@@ -239,22 +271,29 @@ def _fmt(s: float) -> str:
 
 
 def line(pred: dict, spent: dict[str, float]) -> str:
-    """The printed prediction: total, then each phase."""
-    parts = ", ".join(f"{k} {_fmt(s)}" for k, s in pred["phases"].items())
+    """The printed prediction: total, then each phase (expected), and what scaled the probes."""
+    parts = ", ".join(f"{k} {_fmt(s)}" for k, s in _expected(pred).items())
     done = ", ".join(f"{k} {_fmt(s)}" for k, s in spent.items())
     ext = pred.get("extension_cap_seconds") or 0.0
     more = f"; up to {_fmt(ext)} more if the grids extend to their cap" if ext else ""
     more += _rounds_part(pred)
-    return f"predicted {_fmt(pred['seconds'])} from here ({parts}{more}); spent so far: {done}"
+    how = pred.get("calibration_line")
+    how = f"; {how}, {_fmt(pred['probe_seconds'])} unscaled" if how else ""
+    return (f"predicted {_fmt(pred['seconds'])} from here ({parts}{more}{how}); "
+            f"spent so far: {done}")
+
+
+def _expected(pred: dict) -> dict:
+    return pred.get("expected_phases") or pred["phases"]
 
 
 def _rounds_part(pred: dict) -> str:
     cap = pred.get("seed_round_cap_seconds") or 0.0
-    return f"; up to {_fmt(cap)} more if seed rounds run" if cap else ""
+    return f"; seed rounds at most {_fmt(cap)}" if cap else ""
 
 
 def after_line(after: dict) -> str:
     """The printed re-prediction once the stages are done."""
-    parts = ", ".join(f"{k} {_fmt(s)}" for k, s in after["phases"].items())
+    parts = ", ".join(f"{k} {_fmt(s)}" for k, s in _expected(after).items())
     return (f"stages done (batch {after['batch_size']}): predicted {_fmt(after['seconds'])} "
             f"more ({parts}{_rounds_part(after)}), {_fmt(after['total_seconds'])} in all")
