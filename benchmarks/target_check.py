@@ -65,10 +65,12 @@ from transfer.verdict.shared_curvature import fit_window, interaction_noise, int
 # project's trainer — a miss there is the implementation's, not width's or depth's.
 # "deeper" is deeper than every depth the sweep's depth grid measures (budget=default: 2, 4, 8,
 # 16 layers at width 32): the depth trajectory's extrapolation, held out; "deep" (16 layers) was
-# that target when the grid stopped at 8 layers. All but "proxy" sit at another width than the
-# depth grid's, so they test the additive width × depth form too.
+# that target when the grid stopped at 8 layers. "target_depth" is the 3B's own 28 layers. All
+# but "proxy" sit at another width than the depth grid's, so they test the additive width ×
+# depth form too.
 TARGETS = {"width": {"d_model": 512, "n_layers": 2}, "depth": {"d_model": 64, "n_layers": 8},
            "deep": {"d_model": 64, "n_layers": 16}, "deeper": {"d_model": 64, "n_layers": 32},
+           "target_depth": {"d_model": 64, "n_layers": 28},
            "both": {"d_model": 384, "n_layers": 4}, "proxy": {"d_model": 64, "n_layers": 2}}
 SHAPE = {"model": "3b", "d_head": 16, "kv_group": 2, "ffn_ratio": 2.666667, "seq_len": 128,
          "budget": "default"}

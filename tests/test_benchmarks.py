@@ -42,6 +42,29 @@ def test_validator_power(capsys):
     assert "interval covers the target's optimum" in out
 
 
+def test_eta_calibration(tmp_path, capsys):
+    from transfer.archive.store import Archive
+
+    archive = Archive(tmp_path / "sweeps")
+    pred = {"stages": 50.0, "validation": 400.0, "depth": 300.0}
+    for name, depth in (("a", 600.0), ("b", 300.0)):
+        archive.create_run(name, fingerprint=name, parametrization="mup")
+        archive.write_yaml(name, "config.yaml", {"budget": "default",
+                                                 "proxy": {"parametrization": "mup"}})
+        measured = {**pred, "depth": depth}
+        archive.write_json(name, "cost.json", {
+            "prediction": {"phases": pred, "spent_before": {"probes": 10.0}},
+            "phases": measured, "measured_seconds": 10.0 + sum(measured.values())})
+        archive.record({"name": name, "status": "finished"})
+    assert bench("eta_calibration").main([str(tmp_path / "sweeps"), "--yaml"]) == 0
+    out = capsys.readouterr().out
+    # a's wall 1060 s; probes 760 s (−28 %); left out, b's ratios (all 1): −28 %; in sample,
+    # depth × 1.5: 910 s (−14 %)
+    assert "-28%      -28%       -14%" in out
+    assert "eta_prior:\n    mup: {stages: 1.00, validation: 1.00, depth: 1.50}" in out
+    assert bench("eta_calibration").main([str(tmp_path / "none")]) == 2
+
+
 def test_startup(capsys):
     bench("startup").main(["--repeats", "1"])
     assert "| sweep --help |" in capsys.readouterr().out

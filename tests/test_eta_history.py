@@ -14,8 +14,10 @@ PRED = {"stages": 50.0, "validation": 400.0, "depth": 300.0, "coord": 10.0, "fin
 
 
 def _cost(measured: dict[str, float], pred: dict[str, float] = PRED) -> dict:
-    return {"prediction": {"phases": pred, "seconds": sum(pred.values())}, "phases": measured,
-            "measured_seconds": sum(measured.values())}
+    after = {k: 2 * v for k, v in pred.items() if k != "stages"}  # a smaller batch won
+    return {"prediction": {"phases": pred, "seconds": sum(pred.values()),
+                           "after_stages": {"phases": after}},
+            "phases": measured, "measured_seconds": sum(measured.values())}
 
 
 def _add(archive: Archive, name: str, measured: dict, *, status: str = "finished",
@@ -31,6 +33,8 @@ def test_a_skipped_phase_counts_zero_and_an_unpredicted_one_is_left_out():
     r = run_ratios(_cost({"stages": 75.0, "validation": 400.0, "coord": 20.0, "finalize": 14.0,
                           "probes": 30.0}))
     assert r == {"stages": 1.5, "validation": 1.0, "depth": 0.0, "coord": 2.0, "finalize": 3.5}
+    after = run_ratios(_cost({"validation": 400.0, "depth": 300.0}), after_stages=True)
+    assert after == {"validation": 0.5, "depth": 0.5, "coord": 0.0, "finalize": 0.0}
     assert run_ratios({"phases": {"stages": 1.0}}) == {}  # no prediction recorded
 
 
@@ -60,6 +64,10 @@ def test_calibration_reads_the_archives_runs_of_this_budget_and_parametrization(
     assert sorted(cal.runs) == ["a", "b"]
     n = cfg.cost.eta_prior_runs
     assert math.isclose(cal.ratios["depth"], (n * prior["depth"] + 2.0 + 1.0) / (n + 2))
+    after = cfg.cost.eta_prior_after_stages["mup"]  # the re-prediction's, from its own ratios
+    assert math.isclose(cal.after["depth"], (n * after["depth"] + 1.0 + 0.5) / (n + 2))
+    assert math.isclose(cal.apply({"depth": 10.0}, after_stages=True)["depth"],
+                        10 * cal.after["depth"])
     assert "and 2 archived runs" in cal.describe()
     sp = calibration(archive, compose_cfg(["model=tiny", "proxy.parametrization=sp"]))
     assert sp.runs == ["sp"] and sp.prior_runs == 0 and sp.ratios["depth"] == 10.0

@@ -146,6 +146,7 @@ def test_cost_json_records_prediction_and_phases(tmp_path):
 
 def test_printed_minutes_do_not_round_up():
     assert predict._fmt(90) == "1m30s" and predict._fmt(59) == "59s" and predict._fmt(3599) == "59m59s"
+    assert predict._fmt(539.6) == "8m59s" and predict._fmt(59.7) == "59s"
 
 
 def test_sp_prices_the_growth_its_drifting_optimum_is_expected_to_need():
@@ -166,7 +167,8 @@ def test_the_printed_prediction_is_the_probes_scaled_by_earlier_runs():
     own phases are kept (the next run's calibration reads them), and the line says how."""
     ctx = _ctx(["validation.points=3", "validation.seeds=2"])
     raw = predict.predict_run(ctx)
-    cal = Calibration(ratios={"validation": 1.5, "finalize": 3.0}, runs=["a", "b"])
+    cal = Calibration(ratios={"validation": 1.5, "finalize": 3.0},
+                      after={"validation": 1.25}, runs=["a", "b"])
     pred = predict.predict_run(ctx, cal)
     assert pred["phases"] == raw["phases"] and math.isclose(pred["probe_seconds"], raw["seconds"])
     assert math.isclose(pred["expected_phases"]["validation"], 1.5 * raw["phases"]["validation"])
@@ -177,8 +179,8 @@ def test_the_printed_prediction_is_the_probes_scaled_by_earlier_runs():
     assert "the probes alone" in predict.line(raw, {"startup": 1.0})
     after = predict.after_stages(ctx, {**default_hparams(ctx.cfg)}, 10.0, cal)
     assert math.isclose(after["seconds"], sum(after["expected_phases"].values()))
-    assert math.isclose(after["expected_phases"]["validation"],
-                        1.5 * after["phases"]["validation"])
+    assert math.isclose(after["expected_phases"]["validation"],  # the re-prediction's ratio
+                        1.25 * after["phases"]["validation"])
 
 
 def test_sp_does_not_price_the_depth_grid_its_width_rejection_skips():

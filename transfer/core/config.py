@@ -298,6 +298,8 @@ class CostConf:
     # the ETA's prior (transfer.run.history): per parametrization, each phase's measured ÷
     # probe-predicted seconds on the runs `eta_prior_source` names, counted as that many runs
     eta_prior: dict[str, dict[str, float]] = field(default_factory=dict)
+    eta_prior_after_stages: dict[str, dict[str, float]] = field(default_factory=dict)  # the same
+    # for the re-prediction once the stages are done
     eta_prior_runs: int = 0
     eta_prior_source: str = ""
 
@@ -547,13 +549,14 @@ def check_config(cfg: Config) -> None:
 def _check_eta_prior(c: CostConf) -> None:
     if c.eta_prior_runs < 0:
         _fail(f"cost.eta_prior_runs must be >= 0, got {c.eta_prior_runs}")
-    for par, ratios in c.eta_prior.items():
-        for k, r in ratios.items():
-            if k not in ETA_PHASES:
-                _fail(f"cost.eta_prior.{par}.{k}: unknown phase; phases: {', '.join(ETA_PHASES)}")
-            if not r > 0:
-                _fail(f"cost.eta_prior.{par}.{k} must be > 0 (measured ÷ predicted seconds), "
-                      f"got {r}")
+    for key in ("eta_prior", "eta_prior_after_stages"):
+        for par, ratios in getattr(c, key).items():
+            for k, r in ratios.items():
+                if k not in ETA_PHASES:
+                    _fail(f"cost.{key}.{par}.{k}: unknown phase; phases: {', '.join(ETA_PHASES)}")
+                if not r > 0:
+                    _fail(f"cost.{key}.{par}.{k} must be > 0 (measured ÷ predicted seconds), "
+                          f"got {r}")
 
 
 def _check_horizon_method(v: ValidationConf, s: ScalingConf) -> None:

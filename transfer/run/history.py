@@ -39,18 +39,25 @@ class Calibration:
     """Measured ÷ probe-predicted seconds per phase, and where they came from."""
 
     ratios: dict[str, float] = field(default_factory=dict)
+    # the same for the re-prediction once the stages are done (`after_stages`): against the
+    # rest priced at the stages' winners, whose batch the first prediction could not know
+    after: dict[str, float] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)  # archived runs in the mean
     prior_runs: int = 0  # the budget's prior, counted as this many runs
     prior_source: str = ""
 
-    def apply(self, phases: Mapping[str, float]) -> dict[str, float]:
-        """`phases` each scaled by its ratio (1 where there is none)."""
-        return {k: float(s) * self.ratios.get(k, 1.0) for k, s in phases.items()}
+    def apply(self, phases: Mapping[str, float], after_stages: bool = False
+              ) -> dict[str, float]:
+        """`phases` each scaled by its ratio (1 where there is none); `after_stages`: by the
+        re-prediction's."""
+        ratios = self.after if after_stages else self.ratios
+        return {k: float(s) * ratios.get(k, 1.0) for k, s in phases.items()}
 
     def describe(self) -> str:
         """How the printed prediction was scaled, in a few words."""
         if not self.ratios:
-            return "the probes alone: no earlier run of this budget to scale them by"
+            return ("the probes alone: no earlier run of this budget and parametrization to scale "
+                    "them by")
         parts = []
         if self.prior_runs:
             parts.append(f"the budget's {self.prior_runs} measured runs")
@@ -60,16 +67,21 @@ class Calibration:
 
     def to_dict(self) -> dict:
         return {"ratios": {k: round(v, 4) for k, v in self.ratios.items()},
+                "after_stages": {k: round(v, 4) for k, v in self.after.items()},
                 "archived_runs": list(self.runs), "prior_runs": self.prior_runs,
                 "prior_source": self.prior_source}
 
 
-def run_ratios(cost: Mapping) -> dict[str, float]:
+def run_ratios(cost: Mapping, after_stages: bool = False) -> dict[str, float]:
     """One finished run's measured ÷ predicted wall seconds per phase, from its cost.json: the
-    prediction made before training (`prediction.phases`, the probes' own) against `phases`
-    as measured; a predicted phase that did not run counts 0. Empty for a run with no
-    prediction (one made before the prediction was recorded, or a re-emit)."""
-    pred = (cost.get("prediction") or {}).get("phases") or {}
+    prediction made before training (`prediction.phases`, the probes' own; `after_stages`:
+    the re-prediction's, `prediction.after_stages.phases`) against `phases` as measured; a
+    predicted phase that did not run counts 0. Empty for a run with no such prediction (one
+    made before it was recorded, or a re-emit)."""
+    pred = (cost.get("prediction") or {})
+    if after_stages:
+        pred = pred.get("after_stages") or {}
+    pred = pred.get("phases") or {}
     measured = cost.get("phases") or {}
     return {k: float(measured.get(k, 0.0)) / float(pred[k]) for k in PHASES
             if float(pred.get(k, 0.0) or 0.0) > 0}
@@ -88,10 +100,9 @@ def combine(history: Iterable[Mapping[str, float]], prior: Mapping[str, float],
     return out
 
 
-def _history(archive: Archive, budget: str, parametrization: str
-             ) -> list[tuple[str, dict[str, float]]]:
-    """(name, ratios) of the newest runs that reached a verdict (`ENDED`) of this budget and parametrization that
-    trained what they predicted (not copied from another run)."""
+def _history(archive: Archive, budget: str, parametrization: str) -> list[tuple[str, dict]]:
+    """(name, cost.json) of the newest runs of this budget and parametrization that reached a
+    verdict (`ENDED`) and trained what they predicted (not copied from another run)."""
     if not archive.root.is_dir():
         return []
     with warnings.catch_warnings():
@@ -112,19 +123,23 @@ def _history(archive: Archive, budget: str, parametrization: str
         cfg, cost = run.get("config") or {}, run.get("cost") or {}
         if cfg.get("budget") != budget or run["run"].get("reused_from"):
             continue
-        ratios = run_ratios(cost)
-        if ratios:
-            out.append((name, ratios))
+        if run_ratios(cost):
+            out.append((name, cost))
     return out
 
 
 def calibration(archive: Archive, cfg) -> Calibration:
     """The ETA's calibration for a run of `cfg` (its budget, its parametrization) from
-    `archive`'s history and the budget's prior (`cost.eta_prior`, `cost.eta_prior_runs`)."""
+    `archive`'s history and the budget's priors (`cost.eta_prior`,
+    `cost.eta_prior_after_stages`, counted as `cost.eta_prior_runs` runs)."""
     par = str(cfg.proxy.parametrization)
     prior = dict((cfg.cost.eta_prior or {}).get(par) or {})
-    prior_runs = int(cfg.cost.eta_prior_runs) if prior else 0
+    prior_after = dict((cfg.cost.eta_prior_after_stages or {}).get(par) or {})
+    prior_runs = int(cfg.cost.eta_prior_runs) if prior or prior_after else 0
     history = _history(archive, str(cfg.budget), par)
-    return Calibration(ratios=combine((r for _, r in history), prior, prior_runs),
-                       runs=[n for n, _ in history], prior_runs=prior_runs,
-                       prior_source=str(cfg.cost.eta_prior_source) if prior else "")
+    return Calibration(
+        ratios=combine((run_ratios(c) for _, c in history), prior, prior_runs),
+        after=combine((run_ratios(c, after_stages=True) for _, c in history), prior_after,
+                      prior_runs),
+        runs=[n for n, _ in history], prior_runs=prior_runs,
+        prior_source=str(cfg.cost.eta_prior_source) if prior_runs else "")

@@ -136,7 +136,7 @@ def after_stages(ctx: Context, hp: dict, elapsed: float,
     probes of the winners' shapes are the ones the grids' first trials would take anyway;
     scaled by `calibration` as the first prediction is."""
     grids = _grids(ctx, hp)
-    expected = (calibration or Calibration()).apply(grids["phases"])
+    expected = (calibration or Calibration()).apply(grids["phases"], after_stages=True)
     rest = sum(expected.values())
     return {"phases": grids["phases"], "expected_phases": expected,
             "trial_seconds": grids["trial_seconds"],
@@ -267,7 +267,8 @@ def before_archive(plan: Plan) -> Context | None:
 
 
 def _fmt(s: float) -> str:
-    return f"{s // 60:.0f}m{s % 60:02.0f}s" if s >= 60 else f"{s:.0f}s"
+    s = int(s)  # whole seconds, never rounded up (539.6 s is 8m59s, not 8m60s)
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 def line(pred: dict, spent: dict[str, float]) -> str:
