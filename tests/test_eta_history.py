@@ -36,6 +36,8 @@ def test_a_skipped_phase_counts_zero_and_an_unpredicted_one_is_left_out():
     after = run_ratios(_cost({"validation": 400.0, "depth": 300.0}), after_stages=True)
     assert after == {"validation": 0.5, "depth": 0.5, "coord": 0.0, "finalize": 0.0}
     assert run_ratios({"phases": {"stages": 1.0}}) == {}  # no prediction recorded
+    copied = _cost({"finalize": 12.0}, pred={"finalize": 4.0})  # trials copied: no stages left
+    assert run_ratios(copied) == {} == run_ratios(copied, after_stages=True)
 
 
 def test_the_prior_counts_as_its_runs():

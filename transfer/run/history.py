@@ -77,8 +77,11 @@ def run_ratios(cost: Mapping, after_stages: bool = False) -> dict[str, float]:
     prediction made before training (`prediction.phases`, the probes' own; `after_stages`:
     the re-prediction's, `prediction.after_stages.phases`) against `phases` as measured; a
     predicted phase that did not run counts 0. Empty for a run with no such prediction (one
-    made before it was recorded, or a re-emit)."""
+    made before it was recorded, or a re-emit) and for one that did not train its own stages
+    (its trials copied from an archived run, or a resumed one): its prediction is of a part."""
     pred = (cost.get("prediction") or {})
+    if not float((pred.get("phases") or {}).get("stages", 0.0) or 0.0) > 0:
+        return {}
     if after_stages:
         pred = pred.get("after_stages") or {}
     pred = pred.get("phases") or {}
