@@ -212,6 +212,8 @@ BAD = [
     pytest.param(["train.weight_decay_rule=cosine"], "train.weight_decay_rule", "timescale",
                  id="unknown-weight-decay-rule"),
     pytest.param(["reuse=always"], "reuse", "auto, force or off", id="unknown-reuse"),
+    pytest.param(["validation.early_reject=true", "validation.focus=false"],
+                 "validation.early_reject", "validation.focus=true", id="early-reject-unfocused"),
     pytest.param(["+cost.eta_prior.mup.stage=1.2"], "cost.eta_prior.mup.stage",
                  "phases: stages", id="eta-prior-unknown-phase"),
     pytest.param(["+cost.eta_prior.mup.depth=0"], "cost.eta_prior.mup.depth", "> 0",

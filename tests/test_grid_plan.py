@@ -15,15 +15,19 @@ from transfer.core.config import check_config
 from transfer.core.errors import UserError
 from transfer.verdict.plan import CurvePlan, best_point, grid_plan
 from transfer.verdict.width import (
+    EARLY,
+    add_seed_round,
     centre_of,
     enqueue_grid,
     extend_grid,
     extension_seconds,
+    grid_widths,
+    judge_study,
     laid_lines,
 )
 
 FOCUS = dict(points=3, step_log2=1.0, seeds=2, max_extend=1, focus=True, wide_points=4,
-             wide_step_log2=0.75)
+             wide_step_log2=0.75, early_reject=False)
 
 
 def _v(**kw):
@@ -238,3 +242,61 @@ def test_a_spread_without_its_cap_is_refused():
     cfg = as_config(compose(["model=tiny", "budget=smoke", "validation.spread_basins=3"]))
     with pytest.raises(UserError, match="validation.max_step_log2"):
         check_config(cfg)
+
+
+def _early_ctx(early_reject: bool = True):
+    """The default budget's validation (its limits, early_reject on) on widths 32, 64, 128."""
+    cfg = as_config(compose(["model=tiny", "budget=default", "validation.points=5",
+                             "validation.wide_points=5", "validation.max_extend=2",
+                             f"validation.early_reject={str(early_reject).lower()}"]))
+    return SimpleNamespace(cfg=cfg, proxies=SimpleNamespace(width=32, validation_width=128,
+                                                            widths=lambda: [32, 64, 128]),
+                           lock=contextlib.nullcontext)
+
+
+def test_an_early_look_that_rejects_stops_the_width_grid_before_its_widest_curve():
+    """SP-like: the optimum falls 1.5 octaves from width 32 to 64, past ±0.5 at the early
+    look's 95 %: width 128 is never laid out, the verdict is the two widths' (rejected), and
+    no seed round follows."""
+    ctx = _early_ctx()
+    vertex = {32: -6.0, 64: -7.5, 128: -9.0}
+    study = optuna.create_study()
+    enqueue_grid(ctx, study, -6.0)
+    _train(study, vertex)
+    assert "width 64" in extend_grid(ctx, study, -6.0)
+    for _ in range(8):  # width 64 trained and grown to its bracket
+        _train(study, vertex)
+        if (new := extend_grid(ctx, study, -6.0)) == []:
+            break
+    assert new == [] and EARLY in study.user_attrs
+    assert study.user_attrs[EARLY]["widths"] == [32, 64]
+    assert study.user_attrs[EARLY]["confidence"] == pytest.approx(0.95)
+    [line] = [v for k, v in study.user_attrs.items() if k == "laid_128"]
+    assert line.startswith("validation: rejected on widths 32, 64 at 95% before width 128")
+    assert not any(t.params.get("width") == 128 for t in study.get_trials(deepcopy=False))
+    assert extend_grid(ctx, study, -6.0) == []  # stopped for every worker, every time
+    assert add_seed_round(ctx, study, -6.0, {"lr": 2.0 ** -6}) == []
+    assert grid_widths(ctx, study) == [32, 64]
+    verdict = judge_study(ctx, study, 2.0 ** -6, {})
+    assert verdict.outcome == "rejected" and verdict.widths == [32, 64]
+    assert verdict.drift_ci[1] < -0.5
+
+
+def test_an_early_look_that_does_not_reject_lays_out_the_next_curve():
+    """μP-like (the optimum stays), and the same moving optimum with early_reject off: the grid
+    goes on to width 128."""
+    for early, vertex in ((True, {32: -6.0, 64: -6.0, 128: -6.0}),
+                          (False, {32: -6.0, 64: -7.5, 128: -9.0})):
+        ctx = _early_ctx(early)
+        study = optuna.create_study()
+        enqueue_grid(ctx, study, -6.0)
+        laid = []
+        for _ in range(12):
+            _train(study, vertex)
+            new = extend_grid(ctx, study, -6.0)
+            if isinstance(new, str):
+                laid.append(new)
+            if new == []:
+                break
+        assert len(laid) == 2 and "width 128" in laid[1], (early, laid)
+        assert EARLY not in study.user_attrs and grid_widths(ctx, study) == [32, 64, 128]

@@ -190,3 +190,19 @@ def test_sp_does_not_price_the_depth_grid_its_width_rejection_skips():
     assert not predict.theory_rejects(mup) and predict.theory_rejects(sp)
     assert "depth" in predict.predict_run(mup)["phases"]
     assert "depth" not in predict.predict_run(sp)["phases"]
+
+
+def test_an_early_look_spares_sp_the_widths_past_its_expected_rejection():
+    over = ["validation.points=3", "validation.seeds=2", "validation.focus=true",
+            "proxy.validation_width=128"]
+    ctxs = {(p, e): _ctx([*over, f"proxy.parametrization={p}", f"validation.early_reject={e}"])
+            for p in ("mup", "sp") for e in ("true", "false")}
+    for c in ctxs.values():  # the middle width's probe, injected as the others are
+        c.probes.update({(64, b): (STEP * 2, EVAL, SETUP) for b in (8, 16, 32, 64)})
+    assert ctxs["mup", "true"].proxies.widths() == [32, 64, 128]
+    assert predict.expected_widths(ctxs["mup", "true"]) == [32, 64, 128]
+    assert predict.expected_widths(ctxs["sp", "true"]) == [32, 64]  # an octave lower: past ±0.5
+    assert predict.expected_widths(ctxs["sp", "false"]) == [32, 64, 128]
+    pred = {k: predict.predict_run(c)["phases"]["validation"] for k, c in ctxs.items()}
+    assert pred["sp", "true"] < pred["sp", "false"]
+    assert pred["mup", "true"] == pred["mup", "false"]

@@ -215,6 +215,11 @@ class ValidationConf:
     # `max_step_log2` at most: a flat family's points spread with its basin (None: off).
     spread_basins: float | None = None
     max_step_log2: float | None = None
+    # With focus: before the width grid lays out a wider curve, the curves it has are judged
+    # at an extra look (1 − α/2: `rounds.look_confidence` at look 2); a rejection there stops
+    # the grid, and the wider curves are not trained (`width.early_rejection`). It can only
+    # reject: the pass verdict is the whole grid's.
+    early_reject: bool = False
     min_seeds: int = 2  # fewer: inconclusive (one seed cannot tell noise from signal)
     min_points: int = 4  # finite points per width in the fit, fewer: inconclusive
     min_curvature_snr: float = 3.0  # curvature / its standard error; flat curves never pass
@@ -514,6 +519,9 @@ def check_config(cfg: Config) -> None:
     if v.wide_step_log2 is not None and not v.wide_step_log2 > 0:
         _fail(f"validation.wide_step_log2 must be > 0 (octaves between points), or null: "
               f"validation.step_log2; got {v.wide_step_log2}")
+    if v.early_reject and not v.focus:
+        _fail("validation.early_reject needs validation.focus=true (the early look comes before "
+              "a focused grid lays out its next width); set both, or early_reject=false")
     if v.spread_basins is not None and not v.spread_basins > 0:
         _fail(f"validation.spread_basins must be > 0 (basins a later curve's points span), or "
               f"null: off; got {v.spread_basins}")

@@ -22,7 +22,9 @@ number where the parametrization's theory puts the optimum at each width
 (`transfer.verdict.width.extension_rounds`: none under μP; SP's optimum falls an octave per
 doubling, so its widest curve grows); the ETA conditions them on each curve once measured.
 Where the theory expects the width grid to reject (SP: `theory_rejects`), the depth grid,
-skipped after a width rejection, is not priced.
+skipped after a width rejection, is not priced; with an early look
+(`validation.early_reject`), nor the widths past the one where it is expected to reject
+(`expected_widths`).
 
 The probes cannot price what the run decides as it goes (growth beyond that, the depth and
 horizon grids' included; seed rounds; the stages' batch winner; divergence) nor the work
@@ -162,6 +164,20 @@ def theory_rejects(ctx: Context) -> bool:
     return abs(drift) > float(ctx.cfg.validation.tolerance_log2)
 
 
+def expected_widths(ctx: Context) -> list[int]:
+    """The width grid's widths the theory expects to be trained: every one, or with an early
+    look (`validation.early_reject`, focused grids: `transfer.verdict.width.early_rejection`)
+    those up to the first whose optimum the theory puts past the tolerance from the
+    narrowest's, where the look is expected to reject (SP: the second width)."""
+    ws, v = ctx.proxies.widths(), ctx.cfg.validation
+    if v.early_reject and v.focus:
+        for k in range(2, len(ws)):
+            if abs(prior_offset(ctx.cfg.proxy.parametrization, ws[k - 1], ws[0])) > float(
+                    v.tolerance_log2):
+                return ws[:k]
+    return ws
+
+
 def _grids(ctx: Context, hp: dict) -> dict:
     """Validation, depth, horizon and coordinate-check seconds left to train at `hp`, and
     finalize; the grids' trials shared by the workers."""
@@ -178,19 +194,20 @@ def _grids(ctx: Context, hp: dict) -> dict:
     n_ext = 2 * int(v.max_extend) * v.seeds if v.enabled else 0  # extra points per curve, at most
     extension = expected = 0.0
     wplan = width_plan(ctx)  # each width's points and seeds, as the grid lays them out
-    n_width = {w: wplan[w].trials for w in ws}
+    trained = expected_widths(ctx)  # the widths an early rejection is not expected to spare
+    n_width = {w: wplan[w].trials for w in trained}
     left = _left(sum(n_width.values()), _finished(ctx, lambda: open_validation_study(ctx)))
     if n_grid and left:
-        ts = {w: predict_seconds(ctx, hp, w) for w in ws}
+        ts = {w: predict_seconds(ctx, hp, w) for w in ws}  # every width: coord reads the widest
         trial_seconds.update({str(w): t for w, t in ts.items()})
         # the rounds a grid centred on hp's lr is expected to grow by at each width (none
         # measured yet: the theory's odds alone)
         rounds = extension_rounds(ctx, None, round(math.log2(float(hp["lr"])), 6))
-        expected = left * sum(wplan[w].seeds * ts[w] * sum(rounds[w]) for w in ws)
-        phases["validation"] = left * sum(n_width[w] * ts[w] for w in ws) + expected
-        extension += 2 * int(v.max_extend) * sum(wplan[w].seeds * ts[w] for w in ws)
+        expected = left * sum(wplan[w].seeds * ts[w] * sum(rounds[w]) for w in trained)
+        phases["validation"] = left * sum(n_width[w] * ts[w] for w in trained) + expected
+        extension += 2 * int(v.max_extend) * sum(wplan[w].seeds * ts[w] for w in trained)
         flops += left * tokens * sum((n_width[w] + wplan[w].seeds * sum(rounds[w]))
-                                     * fam.flops_per_token(w) for w in ws)
+                                     * fam.flops_per_token(w) for w in trained)
         steps = {w: ctx.probes[(w, int(hp["batch_size"]))][0] for w in (w0, ws[-1])}
         phases["coord"] = _coord_seconds(ctx, hp, steps)
     if n_grid and depth.enabled(cfg) and not theory_rejects(ctx):

@@ -28,7 +28,7 @@ from transfer.verdict.curves import (
     extension_odds,
     rounds_left,
 )
-from transfer.verdict.judge import Limits, Verdict, judge
+from transfer.verdict.judge import REJECTED, Limits, Verdict, judge
 from transfer.verdict.plan import CurvePlan, GridPlan, best_point, grid_plan
 from transfer.verdict.rounds import MAX_MULTIPLE, look_confidence, plan_round
 from transfer.verdict.trajectory import model_for, prior_offset
@@ -126,19 +126,23 @@ def enqueue_grid(ctx: Context, study: optuna.Study, center: float) -> None:
 
 def grow(ctx: Context, study: optuna.Study, plan: GridPlan, center: float,
          curves: Callable[[], dict], queue: Callable[[int, list[float]], None],
-         name: str = "width") -> list[float] | str | None:
+         name: str = "width", stop: Callable[[dict, int], bool] | None = None
+         ) -> list[float] | str | None:
     """Under the run lock, once the queued points are trained: one more point beyond the
     edge of each laid-out curve whose minimum sits at it (each curve its own step, within its
     own bounds around its own centre), queued by `queue(key, xs)` the most expensive curve
     first; when every laid-out curve is bracketed or capped and the plan focuses, the next
     curve, centred on the best point of the one before it (its centre kept in the study's
-    user attrs, so a resumed or second worker agrees). Returns the log2 lrs queued (or the
-    line saying which curve was laid out); [] when the grid is whole; None while other
-    workers still have points to finish."""
+    user attrs, so a resumed or second worker agrees), unless `stop(measured curves, next
+    key)` ends the grid there (`early_rejection`: kept in the study, so every worker stops).
+    Returns the log2 lrs queued (or the line saying which curve was laid out); [] when the
+    grid is whole; None while other workers still have points to finish."""
     with ctx.lock():
         if any(t.state in (TrialState.WAITING, TrialState.RUNNING)
                for t in study.get_trials(deepcopy=False)):
             return None
+        if EARLY in study.user_attrs:
+            return []
         measured = curves()
         laid = [k for k in plan.keys if measured.get(k)]
         new: dict[int, list[float]] = {}
@@ -154,6 +158,8 @@ def grow(ctx: Context, study: optuna.Study, plan: GridPlan, center: float,
         if not plan.focus or not rest:
             return []
         k = rest[0]
+        if stop is not None and stop(measured, k):
+            return []
         before = plan.before(k)
         found = best_point(measured[before]) if before is not None else None
         c = round(center if found is None else found, 6)
@@ -169,6 +175,43 @@ def grow(ctx: Context, study: optuna.Study, plan: GridPlan, center: float,
 
 
 LAID = "laid_"  # study user attr prefix: the line saying how a focused curve was laid out
+EARLY = "early_rejection"  # study user attr: the widths a grid stopped at, and why
+
+
+def early_rejection(ctx: Context, study: optuna.Study, center: float, measured: dict,
+                    next_key: int) -> bool:
+    """Under the run lock, before the width grid lays out curve `next_key`: the widths it has
+    (two or more, each with points) judged at an extra look, 1 − α/2
+    (`rounds.look_confidence` at look 2), with no target; when that rejects the transfer (a
+    drift or gap interval wholly past its limit, with the evidence a rejection needs, or
+    divergence), the grid stops there: the widths and reasons are kept in the study
+    (`EARLY`; the verdict is then the measured widths', `judge_study`), with the line to
+    print (a `LAID` attr, told by whichever worker shows progress), and True. A look that
+    only ever rejects adds at most α/2 to the false-rejection rate and nothing to the
+    false-pass rate. Off unless `validation.early_reject` and the plan focuses."""
+    v = ctx.cfg.validation
+    widths = [w for w in ctx.proxies.widths() if measured.get(w)]
+    if not v.early_reject or len(widths) < 2:
+        return False
+    limits = limits_from(v, parametrization=ctx.cfg.proxy.parametrization, looks=2)
+    verdict = judge({w: measured[w] for w in widths}, None, center, limits, None)
+    if verdict.outcome != REJECTED:
+        return False
+    study.set_user_attr(EARLY, {"widths": widths, "next": next_key,
+                                "confidence": limits.confidence,
+                                "because": verdict.rejected_because})
+    study.set_user_attr(f"{LAID}{next_key}", (
+        f"validation: rejected on widths {', '.join(map(str, widths))} at "
+        f"{limits.confidence:.0%} before width {next_key} was trained "
+        f"({'; '.join(verdict.rejected_because)}); the wider curves are not trained"))
+    return True
+
+
+def grid_widths(ctx: Context, study: optuna.Study) -> list[int]:
+    """The widths the width grid measured: every grid width, or those it stopped at when an
+    early look rejected the transfer (`early_rejection`)."""
+    early = study.user_attrs.get(EARLY)
+    return [int(w) for w in early["widths"]] if early else ctx.proxies.widths()
 
 
 def laid_lines(study: optuna.Study, told: set[str]) -> list[str]:
@@ -206,7 +249,8 @@ def extend_grid(ctx: Context, study: optuna.Study, center: float) -> list[float]
     (decide when the grid is whole)."""
     plan = width_plan(ctx)
     return grow(ctx, study, plan, center, lambda: curves_from(study, plan.keys),
-                lambda w, xs: _enqueue(study, [w], plan[w].seeds, xs))
+                lambda w, xs: _enqueue(study, [w], plan[w].seeds, xs),
+                stop=lambda measured, k: early_rejection(ctx, study, center, measured, k))
 
 
 def max_seeds(v) -> int:
@@ -266,8 +310,11 @@ def seed_rounds_on(v) -> bool:
 def add_seed_round(ctx: Context, study: optuna.Study, center: float, hp: dict
                    ) -> str | list | None:
     """The width grid's seed round (`queue_seed_round`): `validation.seeds` more seeds, or a
-    multiple of it, at every point of the cheapest widths predicted to decide the verdict."""
+    multiple of it, at every point of the cheapest widths predicted to decide the verdict;
+    none after an early rejection (`early_rejection`: decided)."""
     v = ctx.cfg.validation
+    if EARLY in study.user_attrs:
+        return []
     return queue_seed_round(
         ctx, study, stage="validation", param="width", keys=ctx.proxies.widths(),
         center=center, add=v.seeds, max_seeds=max_seeds(v),
@@ -418,6 +465,7 @@ def train_grid(ctx: Context, study: optuna.Study, stage: str,
         if new is None:
             continue  # others' points first: `work` runs or waits for them
         if not new:
+            tell()  # a grid stopped early says so (`early_rejection`)
             break
         tell()
         if not isinstance(new, str):  # a laid-out curve's line: `tell`, whoever laid it
@@ -475,8 +523,8 @@ def curves_from(study: optuna.Study, keys, axis: str = "width") -> dict:
 
 def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
                 target_width: int | None = None) -> Verdict:
-    """The pure verdict on this run's grid."""
-    curves = curves_from(study, ctx.proxies.widths())
+    """The pure verdict on this run's grid (the widths it measured: `grid_widths`)."""
+    curves = curves_from(study, grid_widths(ctx, study))
     limits = limits_from(ctx.cfg.validation, target_width=target_width,
                          parametrization=ctx.cfg.proxy.parametrization,
                          looks=looks_taken(ctx, study))
