@@ -65,6 +65,36 @@ def test_eta_calibration(tmp_path, capsys):
     assert bench("eta_calibration").main([str(tmp_path / "none")]) == 2
 
 
+def test_early_look(tmp_path, capsys):
+    import json
+
+    import optuna
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    run = tmp_path / "sp-run"
+    run.mkdir()
+    (run / "config.yaml").write_text("budget: default\nproxy:\n  parametrization: sp\n")
+    (run / "run.json").write_text(json.dumps({"winners": {"lr": 2.0 ** -6}}))
+    storage = JournalStorage(JournalFileBackend(str(run / "study.journal")))
+    study = optuna.create_study(study_name="sp-run:validation", storage=storage)
+    dist = {"log2_lr": FloatDistribution(-12, 0), "width": CategoricalDistribution([64, 128, 256]),
+            "seed": CategoricalDistribution([0, 1])}
+    vertex = {64: -6.0, 128: -7.0, 256: -8.0}  # an octave lower per doubling, as SP's
+    for w, c in vertex.items():
+        for x in (c - 1.5, c - 0.75, c, c + 0.75, c + 1.5):
+            for seed in (0, 1):
+                study.add_trial(optuna.trial.create_trial(
+                    params={"log2_lr": x, "width": w, "seed": seed}, distributions=dist,
+                    value=3 + (x - c) ** 2 / 10 + (8 - c) / 20 + seed / 100))
+    assert bench("early_look").main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "| sp-run | sp | 64 → 128 at 95% | rejected: drift -1.00" in out
+    assert "| sp-run | sp | 64 → 128 → 256 at 90% | rejected: drift -2.00" in out
+    assert bench("early_look").main([str(tmp_path)]) == 2  # not a run folder
+
+
 def test_startup(capsys):
     bench("startup").main(["--repeats", "1"])
     assert "| sweep --help |" in capsys.readouterr().out
