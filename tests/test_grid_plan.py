@@ -144,6 +144,30 @@ def test_the_eta_counts_the_widths_not_laid_out_yet():
     assert span.low == pytest.approx(8 * 2.0 + 8 * 4.0)
 
 
+def test_the_eta_leaves_out_the_widths_past_an_expected_early_rejection():
+    """SP with the early look: its optimum an octave lower at 64 is expected to be rejected
+    there, so width 128 is in the range, not in the expected seconds; once the look has
+    rejected, nothing is left."""
+    import transfer.verdict.width as width
+
+    ctx = _ctx(early_reject=True, tolerance_log2=0.5)
+    ctx.cfg.proxy.parametrization = "sp"
+    ctx.progress, ctx.probes = SimpleNamespace(workers=1), {}
+    assert width.expected_widths(ctx) == [32, 64]
+    study = optuna.create_study()
+    enqueue_grid(ctx, study, -7.0)
+    _train(study, {32: -7.0, 64: -8.0, 128: -9.0})
+    old = width.predict_seconds
+    width.predict_seconds = lambda c, hp, w: {32: 1.0, 64: 2.0, 128: 4.0}[w]
+    try:
+        span = extension_seconds(ctx, study, -7.0, {})
+        assert span.low == pytest.approx(8 * 2.0) and span.high >= 8 * 2.0 + 8 * 4.0
+        study.set_user_attr(width.EARLY, {"widths": [32, 64]})
+        assert extension_seconds(ctx, study, -7.0, {}) == width.Span.certain(0.0)
+    finally:
+        width.predict_seconds = old
+
+
 def test_best_point_is_the_lowest_seed_mean():
     assert best_point([(-8.0, [3.0, 3.2]), (-7.0, [3.0, 3.0]), (-6.0, [float("nan"), 2.0])]) \
         == -7.0

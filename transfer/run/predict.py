@@ -53,6 +53,7 @@ from transfer.verdict.coord import COORD_BATCH
 from transfer.verdict.trajectory import prior_offset
 from transfer.verdict.width import (
     coord_widths,
+    expected_widths,
     extension_rounds,
     open_validation_study,
     seed_rounds_on,
@@ -162,20 +163,6 @@ def theory_rejects(ctx: Context) -> bool:
     ws = ctx.proxies.widths()
     drift = prior_offset(ctx.cfg.proxy.parametrization, ws[-1], ws[0])
     return abs(drift) > float(ctx.cfg.validation.tolerance_log2)
-
-
-def expected_widths(ctx: Context) -> list[int]:
-    """The width grid's widths the theory expects to be trained: every one, or with an early
-    look (`validation.early_reject`, focused grids: `transfer.verdict.width.early_rejection`)
-    those up to the first whose optimum the theory puts past the tolerance from the
-    narrowest's, where the look is expected to reject (SP: the second width)."""
-    ws, v = ctx.proxies.widths(), ctx.cfg.validation
-    if v.early_reject and v.focus:
-        for k in range(2, len(ws)):
-            if abs(prior_offset(ctx.cfg.proxy.parametrization, ws[k - 1], ws[0])) > float(
-                    v.tolerance_log2):
-                return ws[:k]
-    return ws
 
 
 def _grids(ctx: Context, hp: dict) -> dict:

@@ -207,6 +207,21 @@ def early_rejection(ctx: Context, study: optuna.Study, center: float, measured: 
     return True
 
 
+def expected_widths(ctx: Context) -> list[int]:
+    """The width grid's widths the theory expects to be trained: every one, or with the early
+    look (`validation.early_reject`, focused grids: `early_rejection`) those up to the first
+    whose optimum the parametrization's theory (`trajectory.prior_offset`) puts past
+    `validation.tolerance_log2` from the narrowest's, where the look is expected to reject
+    (SP: the second). Prices time only: the ETA and `transfer.run.predict`."""
+    ws, v = ctx.proxies.widths(), ctx.cfg.validation
+    if v.early_reject and v.focus:
+        for k in range(2, len(ws)):
+            if abs(prior_offset(ctx.cfg.proxy.parametrization, ws[k - 1], ws[0])) > float(
+                    v.tolerance_log2):
+                return ws[:k]
+    return ws
+
+
 def grid_widths(ctx: Context, study: optuna.Study) -> list[int]:
     """The widths the width grid measured: every grid width, or those it stopped at when an
     early look rejected the transfer (`early_rejection`)."""
@@ -420,15 +435,24 @@ def extension_seconds(ctx: Context, study: optuna.Study, center: float, hp: dict
     queued grid: each round's seeds on the workers, at its width's probe scaled as the queued
     points are (measured ÷ predicted of that width's finished trials). Expected, and the range
     from the rounds each width grows by at odds ≥ 95 % to those at odds > 5 % (`RANGE`). With
-    focus, the widths not laid out yet are in it too: their planned points, certain."""
+    focus, the widths not laid out yet are in it too: their planned points, certain, or in
+    the range only past the width where the early look is expected to reject
+    (`expected_widths`); nothing once it has."""
+    if EARLY in study.user_attrs:  # the grid stopped: nothing more is queued
+        return Span.certain(0.0)
     cost = round_seconds(ctx, study, hp)
     plan = width_plan(ctx)
     low, high = RANGE
     total = Span.certain(0.0)
     laid = seeds_at(study, plan.keys)
+    expected = expected_widths(ctx)
     for w, rounds in extension_rounds(ctx, study, center).items():
         if not laid[w]:
-            total += Span.certain(cost(w, plan[w].trials))
+            whole = cost(w, plan[w].trials)
+            if w not in expected:  # the early look is expected to stop the grid before it
+                total += Span(0.0, 0.0, whole)
+                continue
+            total += Span.certain(whole)
         s = cost(w, plan[w].seeds)
         total += Span(s * sum(rounds), s * sum(p >= high for p in rounds),
                       s * sum(p > low for p in rounds))
