@@ -104,6 +104,7 @@ def _compare(tmp: Path, models: str, *extra: str) -> subprocess.CompletedProcess
                               **__import__("os").environ, "OMP_NUM_THREADS": "1"})
 
 
+@pytest.mark.slow  # ~85 s: three sweeps end to end; CI runs the slow tests
 def test_compare_runs_reuses_and_adds_one_family(tmp_path):
     first = _compare(tmp_path, "tiny,1b")
     assert first.returncode == 0, first.stderr[-2000:]

@@ -95,7 +95,7 @@ def test_rounds_left_follow_what_the_curve_measured():
 
 
 def _sp_ctx(parametrization: str):
-    v = SimpleNamespace(points=4, seeds=2, step_log2=1.0, max_extend=3)
+    v = SimpleNamespace(points=4, seeds=2, step_log2=1.0, max_extend=3, early_reject=False)
     return SimpleNamespace(cfg=SimpleNamespace(validation=v, proxy=SimpleNamespace(
         parametrization=parametrization)), proxies=SimpleNamespace(widths=lambda: [32, 128]),
                            lock=contextlib.nullcontext)
