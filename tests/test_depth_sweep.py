@@ -17,6 +17,9 @@ from helpers_sweep import TINY, compose_cfg, only_run
 from transfer.cli.sweep import sweep
 from transfer.core.errors import EXIT_REJECTED
 
+# two tiny sweeps end to end (~97 s of fixtures): run with the slow tests, as CI does
+pytestmark = pytest.mark.slow
+
 # The lr stage only (one trial each for batch and warmup), then the width grid 32 → 64 and the
 # depth grid 1 → 4 layers at width 32: 5 one-octave points × 2 seeds, 40 steps of 16 × 32.
 DEPTH = [*TINY, "train.tokens=20480", "stages.stage.lr.trials=3",
