@@ -2,7 +2,7 @@
 
 For each run folder given: its width grid's curves at the first two widths (as the focused
 grid has them when it would lay out the third), judged as `transfer.verdict.width.
-early_rejection` judges them (1 − α/2, no target), and the whole grid as the run judged it.
+early_rejection` judges them (`early_look`: 1 − α/2, no target), and the whole grid as the run judged it.
 A μP run whose early look rejects would have been stopped wrongly; an SP run's should reject.
 
     python benchmarks/early_look.py /tmp/cmp6/sweeps/*-default-*
@@ -25,7 +25,7 @@ from optuna.storages.journal import JournalFileBackend  # noqa: E402
 
 from transfer.core.compose import as_config, compose  # noqa: E402
 from transfer.verdict.judge import judge  # noqa: E402
-from transfer.verdict.width import curves_from, limits_from  # noqa: E402
+from transfer.verdict.width import curves_from, early_look, limits_from  # noqa: E402
 
 
 def look(run: Path) -> list[str]:
@@ -45,13 +45,16 @@ def look(run: Path) -> list[str]:
     widths = sorted({t.params["width"] for t in study.get_trials(deepcopy=False)
                      if "width" in t.params})
     rows = []
-    for ws, looks in ((widths[:2], 2), (widths, 1)):
-        curves = curves_from(study, ws)
-        limits = limits_from(v, parametrization=par, looks=looks)
-        verdict = judge(curves, None, centre, limits, None)
+    early = early_look(v, par, curves_from(study, widths[:2]), centre)  # as the run looks
+    whole = judge(curves_from(study, widths), None, centre,
+                  limits_from(v, parametrization=par), None)
+    for ws, verdict in ((widths[:2], early), (widths, whole)):
+        if verdict is None:
+            rows.append(f"| {run.name} | {par} | {' → '.join(map(str, ws))} | too few curves |")
+            continue
         lo, hi = verdict.drift_ci
         rows.append(f"| {run.name} | {par} | {' → '.join(map(str, ws))} at "
-                    f"{limits.confidence:.0%} | {verdict.outcome}: drift {verdict.drift_log2:+.2f} "
+                    f"{verdict.confidence:.0%} | {verdict.outcome}: drift {verdict.drift_log2:+.2f} "
                     f"[{lo:+.2f}, {hi:+.2f}], gap {verdict.loss_gap:.2%} |")
     return rows
 

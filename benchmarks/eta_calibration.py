@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from transfer.archive.store import Archive  # noqa: E402
-from transfer.run.history import ENDED, PHASES, combine, run_ratios  # noqa: E402
+from transfer.run.history import ENDED, PHASES, Calibration, combine, run_ratios  # noqa: E402
 
 
 def _runs(roots: list[str]) -> list[dict]:
@@ -55,7 +55,7 @@ def _runs(roots: list[str]) -> list[dict]:
 
 
 def _predicted(run: dict, ratios: dict[str, float]) -> float:
-    return run["spent"] + sum(s * ratios.get(k, 1.0) for k, s in run["phases"].items())
+    return run["spent"] + sum(Calibration(ratios=ratios).apply(run["phases"]).values())
 
 
 def _after(run: dict, ratios: dict[str, float]) -> float:
@@ -63,7 +63,8 @@ def _after(run: dict, ratios: dict[str, float]) -> float:
     own, as `transfer.run.predict.after_stages` scales it); NaN for a run that recorded none."""
     if not run["after"]:
         return float("nan")
-    return run["elapsed"] + sum(s * ratios.get(k, 1.0) for k, s in run["after"].items())
+    scaled = Calibration(after=ratios).apply(run["after"], after_stages=True)
+    return run["elapsed"] + sum(scaled.values())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,10 +21,10 @@ Points an edge-hitting width grid adds (`validation.max_extend`) are priced at t
 number where the parametrization's theory puts the optimum at each width
 (`transfer.verdict.width.extension_rounds`: none under μP; SP's optimum falls an octave per
 doubling, so its widest curve grows); the ETA conditions them on each curve once measured.
-Where the theory expects the width grid to reject (SP: `theory_rejects`), the depth grid,
+Where the theory expects the width grid to reject (SP: `width.theory_rejects`), the depth grid,
 skipped after a width rejection, is not priced; with an early look
 (`validation.early_reject`), nor the widths past the one where it is expected to reject
-(`expected_widths`).
+(`width.expected_widths`).
 
 The probes cannot price what the run decides as it goes (growth beyond that, the depth and
 horizon grids' included; seed rounds; the stages' batch winner; divergence) nor the work
@@ -50,13 +50,13 @@ from transfer.search import Context, default_hparams, n_finished, open_study, pr
 from transfer.search.stages import expected_trial_seconds
 from transfer.verdict import depth, horizon, horizon_branched
 from transfer.verdict.coord import COORD_BATCH
-from transfer.verdict.trajectory import prior_offset
 from transfer.verdict.width import (
     coord_widths,
     expected_widths,
     extension_rounds,
     open_validation_study,
     seed_rounds_on,
+    theory_rejects,
     width_plan,
 )
 
@@ -152,17 +152,6 @@ def after_stages(ctx: Context, hp: dict, elapsed: float,
 
 def _workers(cfg) -> int:
     return max(1, int(cfg.workers))  # trials of one study are shared by the local workers
-
-
-def theory_rejects(ctx: Context) -> bool:
-    """Whether the parametrization's theory puts the widest proxy's optimum further from the
-    narrowest's than the width verdict allows (`trajectory.prior_offset` against
-    `validation.tolerance_log2`; SP: an octave per doubling): the width grid is then expected to
-    reject, and the depth grid, skipped after a width rejection
-    (`transfer.verdict.checks.DEPTH_SKIPPED`), is not priced."""
-    ws = ctx.proxies.widths()
-    drift = prior_offset(ctx.cfg.proxy.parametrization, ws[-1], ws[0])
-    return abs(drift) > float(ctx.cfg.validation.tolerance_log2)
 
 
 def _grids(ctx: Context, hp: dict) -> dict:
@@ -277,19 +266,14 @@ def _fmt(s: float) -> str:
 
 def line(pred: dict, spent: dict[str, float]) -> str:
     """The printed prediction: total, then each phase (expected), and what scaled the probes."""
-    parts = ", ".join(f"{k} {_fmt(s)}" for k, s in _expected(pred).items())
+    parts = ", ".join(f"{k} {_fmt(s)}" for k, s in pred["expected_phases"].items())
     done = ", ".join(f"{k} {_fmt(s)}" for k, s in spent.items())
     ext = pred.get("extension_cap_seconds") or 0.0
     more = f"; up to {_fmt(ext)} more if the grids extend to their cap" if ext else ""
     more += _rounds_part(pred)
-    how = pred.get("calibration_line")
-    how = f"; {how}, {_fmt(pred['probe_seconds'])} unscaled" if how else ""
+    how = f"; {pred['calibration_line']}, {_fmt(pred['probe_seconds'])} unscaled"
     return (f"predicted {_fmt(pred['seconds'])} from here ({parts}{more}{how}); "
             f"spent so far: {done}")
-
-
-def _expected(pred: dict) -> dict:
-    return pred.get("expected_phases") or pred["phases"]
 
 
 def _rounds_part(pred: dict) -> str:
@@ -299,6 +283,6 @@ def _rounds_part(pred: dict) -> str:
 
 def after_line(after: dict) -> str:
     """The printed re-prediction once the stages are done."""
-    parts = ", ".join(f"{k} {_fmt(s)}" for k, s in _expected(after).items())
+    parts = ", ".join(f"{k} {_fmt(s)}" for k, s in after["expected_phases"].items())
     return (f"stages done (batch {after['batch_size']}): predicted {_fmt(after['seconds'])} "
             f"more ({parts}{_rounds_part(after)}), {_fmt(after['total_seconds'])} in all")

@@ -178,48 +178,72 @@ LAID = "laid_"  # study user attr prefix: the line saying how a focused curve wa
 EARLY = "early_rejection"  # study user attr: the widths a grid stopped at, and why
 
 
+def early_look(v, parametrization: str, curves: dict, center: float) -> Verdict | None:
+    """The early look's verdict on `curves` (the widths with points, two or more; None with
+    fewer): judged at an extra look, 1 − α/2 (`rounds.look_confidence` at look 2), with no
+    target and no coordinate check. What `early_rejection` acts on, and what
+    benchmarks/early_look.py replays on archived grids."""
+    measured = {w: c for w, c in curves.items() if c}
+    if len(measured) < 2:
+        return None
+    limits = limits_from(v, parametrization=parametrization, looks=2)
+    return judge(measured, None, center, limits, None)
+
+
 def early_rejection(ctx: Context, study: optuna.Study, center: float, measured: dict,
                     next_key: int) -> bool:
     """Under the run lock, before the width grid lays out curve `next_key`: the widths it has
-    (two or more, each with points) judged at an extra look, 1 − α/2
-    (`rounds.look_confidence` at look 2), with no target; when that rejects the transfer (a
-    drift or gap interval wholly past its limit, with the evidence a rejection needs, or
-    divergence), the grid stops there: the widths and reasons are kept in the study
-    (`EARLY`; the verdict is then the measured widths', `judge_study`), with the line to
-    print (a `LAID` attr, told by whichever worker shows progress), and True. A look that
-    only ever rejects adds at most α/2 to the false-rejection rate and nothing to the
-    false-pass rate. Off unless `validation.early_reject` and the plan focuses."""
+    judged by `early_look`; when that rejects the transfer (a drift or gap interval wholly past
+    its limit, with the evidence a rejection needs, or divergence), the grid stops there: the
+    widths and reasons are kept in the study (`EARLY`; the verdict is then the measured
+    widths', `judge_study`), with the line to print (a `LAID` attr, told by whichever worker
+    shows progress), and True. A look that only ever rejects adds at most α/2 to the
+    false-rejection rate and nothing to the false-pass rate. Off unless
+    `validation.early_reject` and the plan focuses."""
     v = ctx.cfg.validation
-    widths = [w for w in ctx.proxies.widths() if measured.get(w)]
-    if not v.early_reject or len(widths) < 2:
+    if not v.early_reject:
         return False
-    limits = limits_from(v, parametrization=ctx.cfg.proxy.parametrization, looks=2)
-    verdict = judge({w: measured[w] for w in widths}, None, center, limits, None)
-    if verdict.outcome != REJECTED:
+    verdict = early_look(v, ctx.cfg.proxy.parametrization,
+                         {w: measured.get(w) for w in ctx.proxies.widths()}, center)
+    if verdict is None or verdict.outcome != REJECTED:
         return False
+    widths = verdict.widths
     study.set_user_attr(EARLY, {"widths": widths, "next": next_key,
-                                "confidence": limits.confidence,
+                                "confidence": verdict.confidence,
                                 "because": verdict.rejected_because})
     study.set_user_attr(f"{LAID}{next_key}", (
         f"validation: rejected on widths {', '.join(map(str, widths))} at "
-        f"{limits.confidence:.0%} before width {next_key} was trained "
+        f"{verdict.confidence:.0%} before width {next_key} was trained "
         f"({'; '.join(verdict.rejected_because)}); the wider curves are not trained"))
     return True
 
 
+def theory_rejects_at(ctx: Context) -> int | None:
+    """The first grid width whose optimum the parametrization's theory
+    (`trajectory.prior_offset`) puts past `validation.tolerance_log2` from the narrowest's,
+    where a width verdict is expected to reject (SP: the second); None under μP. Prices time
+    only: the ETA and `transfer.run.predict`."""
+    ws, tol = ctx.proxies.widths(), float(ctx.cfg.validation.tolerance_log2)
+    return next((w for w in ws[1:]
+                 if abs(prior_offset(ctx.cfg.proxy.parametrization, w, ws[0])) > tol), None)
+
+
+def theory_rejects(ctx: Context) -> bool:
+    """Whether the theory expects the width grid to reject (`theory_rejects_at`): the depth
+    grid, skipped after a width rejection (`transfer.verdict.checks.DEPTH_SKIPPED`), is then
+    not priced."""
+    return theory_rejects_at(ctx) is not None
+
+
 def expected_widths(ctx: Context) -> list[int]:
     """The width grid's widths the theory expects to be trained: every one, or with the early
-    look (`validation.early_reject`, focused grids: `early_rejection`) those up to the first
-    whose optimum the parametrization's theory (`trajectory.prior_offset`) puts past
-    `validation.tolerance_log2` from the narrowest's, where the look is expected to reject
-    (SP: the second). Prices time only: the ETA and `transfer.run.predict`."""
+    look (`validation.early_reject`, focused grids: `early_rejection`) those up to the one
+    where it is expected to reject (`theory_rejects_at`)."""
     ws, v = ctx.proxies.widths(), ctx.cfg.validation
-    if v.early_reject and v.focus:
-        for k in range(2, len(ws)):
-            if abs(prior_offset(ctx.cfg.proxy.parametrization, ws[k - 1], ws[0])) > float(
-                    v.tolerance_log2):
-                return ws[:k]
-    return ws
+    if not (v.early_reject and v.focus):
+        return ws
+    at = theory_rejects_at(ctx)
+    return ws if at is None else ws[:ws.index(at) + 1]
 
 
 def grid_widths(ctx: Context, study: optuna.Study) -> list[int]:
