@@ -41,6 +41,8 @@ def test_the_depths_double_from_the_stages_depth_to_four_times_it_by_default():
     assert depth.depths(ctx(depth=16)) == (2, 4, 8, 16)
     assert depth.depths(ctx(depth=6)) == (2, 4, 6)
     assert depth.depths(ctx(depth=4)) == (2, 4)
+    assert depth.depths(ctx(depth=32, depth_ratio=4)) == (2, 8, 32)  # budget=default's
+    assert depth.depths(ctx(depth=16, depth_ratio=4)) == (2, 8, 16)
 
 
 def test_at_depth_builds_deeper_with_the_same_base_depth():

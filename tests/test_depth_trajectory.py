@@ -15,7 +15,13 @@ import pytest
 from transfer.verdict.curves import grid
 from transfer.verdict.joint import joint
 from transfer.verdict.judge import INCONCLUSIVE, PASSED, REJECTED, Limits, judge
-from transfer.verdict.trajectory import CONVERGING, LOG_LINEAR, predict
+from transfer.verdict.trajectory import (
+    CONVERGING,
+    INTERPOLATED,
+    LOG_LINEAR,
+    emitted_model,
+    predict,
+)
 
 DEPTHS = (2, 4, 8)
 TARGET_DEPTH = 28
@@ -99,6 +105,68 @@ def test_two_depths_cannot_check_the_trajectory():
     v = judge(curves(lambda L: -7.0, (2, 8)), None, -7.0, depth_limits(), COORD_OK)
     assert v.outcome == INCONCLUSIVE
     assert any("fewer than 3" in r for r in v.reasons)
+
+
+# ---- a grid that reaches past the target's depth ------------------------------------------
+TURN = {2: -7.0, 8: -6.4, 32: -7.0}  # up, then down: no model of one turn-free form
+
+
+def turn(L: float) -> float:
+    """Linear in log2 L between the TURN depths: −6.7 at 16 layers, −6.94 at 28."""
+    return float(np.interp(math.log2(L), [math.log2(k) for k in TURN], list(TURN.values())))
+
+
+def test_inside_the_grid_the_estimate_is_interpolated_not_extrapolated():
+    """The emitted model is the interpolation wherever the target lies within the measured
+    depths; the fitted models are reported beside it, and their disagreement is not judged."""
+    assert emitted_model(CONVERGING, (2, 8, 32), 28, "depth") == INTERPOLATED
+    assert emitted_model(CONVERGING, (2, 8, 16), 28, "depth") == CONVERGING  # past the grid
+    assert emitted_model(CONVERGING, (64, 128, 256), 128, "width") == CONVERGING  # never in width
+    v = np.array([-7.0, -6.4, -7.0])
+    assert predict(INTERPOLATED, (2, 8, 32), v, 28, "depth") == pytest.approx(
+        -6.4 - 0.6 * math.log2(28 / 8) / 2)
+    assert predict(INTERPOLATED, (2, 8, 32), v, 8, "depth") == pytest.approx(-6.4)
+    with pytest.raises(ValueError, match="does not extrapolate"):
+        predict(INTERPOLATED, (2, 8, 32), v, 64, "depth")
+
+
+def test_a_turn_the_models_cannot_follow_is_followed_inside_the_grid():
+    """The optimum rises from 2 to 16 layers and falls back by 32 (as the 3B's held-out targets
+    at width 64 did: +0.08 at 16 layers, +0.65 at 32). A grid stopping at 16 extrapolates a
+    model that cannot turn and misses 28 layers by more than its interval; one reaching 32
+    interpolates and covers it."""
+    deep = judge(curves(turn, (2, 8, 32), center=-6.8, points=7, noise=0.002), None, -7.0,
+                 depth_limits(), COORD_OK)
+    t = deep.trajectory
+    assert t["model"] == INTERPOLATED and set(t["models"]) == {CONVERGING, LOG_LINEAR,
+                                                                INTERPOLATED}
+    assert t["interval"][0] <= turn(28) <= t["interval"][1]
+    assert t["estimate"] == pytest.approx(turn(28), abs=0.1)
+    assert not any("models disagree" in r for r in deep.reasons), deep.reasons
+    assert deep.outcome == PASSED, deep.reasons
+    short = judge(curves(turn, (2, 4, 8, 16), center=-6.8, points=7, noise=0.002), None, -7.0,
+                  depth_limits(), COORD_OK)
+    assert short.trajectory["model"] == CONVERGING
+    lo, hi = short.trajectory["interval"]
+    assert not lo <= turn(28) <= hi
+    assert short.trajectory["estimate"] - turn(28) > 0.4
+
+
+def test_the_joint_depth_part_is_interpolated_inside_the_grid():
+    f = lambda w: -7.2 + 0.4 * (w / 64) ** -0.5  # noqa: E731
+    w = tables(curves(lambda x: f(x) + turn(2), WIDTHS, noise=0.001))
+    d = tables(curves(lambda L: f(32) + turn(L), (2, 8, 32), center=-6.8, noise=0.001,
+                      rng_seed=7))
+    j = joint(w, d, target_width=3072, target_depth=TARGET_DEPTH, width_model=CONVERGING,
+              depth_model=CONVERGING, confidence=0.9, n_boot=400, boot_seed=0, window=7,
+              depth_width=32)
+    assert j.depth["model"] == INTERPOLATED
+    assert set(j.depth_models) == {CONVERGING, LOG_LINEAR, INTERPOLATED}
+    assert j.depth["estimate"] == pytest.approx(turn(28) - turn(2), abs=0.08)
+    assert j.depth_disagreement == pytest.approx(
+        abs(j.depth["estimate"] - j.depth_models[CONVERGING]["estimate"]))
+    lo, hi = j.interval
+    assert lo <= f(3072) + turn(28) <= hi
 
 
 # ---- the joint estimate ----------------------------------------------------------------------

@@ -236,6 +236,9 @@ class ValidationConf:
     # Depth: the same lr grid at the stage width and a deeper proxy, judged like width.
     depth_enabled: bool = False  # off in budget=default: see conf/budget/thorough.yaml
     depth: int | None = None  # layers of the deep proxy; None: 4 × the stages' n_layers
+    # Each depth of the grid this many times the one before (then `depth`): 2 gives 2, 4, 8, 16;
+    # 4 gives 2, 8, 32, reaching a 28-layer target's depth for about the seconds of the first.
+    depth_ratio: int = 2
     # The depth grid's width; None: the stages' (its L0 curve then copied from the width grid).
     # Narrower is cheaper per layer, so the same seconds reach deeper (docs/depth.md).
     depth_width: int | None = None
@@ -494,6 +497,9 @@ def check_config(cfg: Config) -> None:
         _fail(f"proxy.base_depth must be >= 1, got {c.proxy.base_depth}")
     if v.depth is not None and v.depth < 2:
         _fail(f"validation.depth must be >= 2 layers, got {v.depth}")
+    if v.depth_ratio < 2:
+        _fail(f"validation.depth_ratio must be an integer >= 2 (each depth of the grid that many "
+              f"times the one before), got {v.depth_ratio}")
     if v.depth_seeds is not None and v.depth_seeds < 2:
         _fail(f"validation.depth_seeds must be >= 2 (the verdict needs seeds to measure its "
               f"noise), or null: validation.seeds; got {v.depth_seeds}")

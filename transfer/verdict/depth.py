@@ -29,7 +29,13 @@ from transfer.verdict.coord import CoordResult, depth_coord_check
 from transfer.verdict.joint import Joint, joint
 from transfer.verdict.judge import Limits, Verdict, coord_text, judge
 from transfer.verdict.plan import GridPlan, grid_plan
-from transfer.verdict.trajectory import MODEL_FORMS, MODELS, coefficients, model_for
+from transfer.verdict.trajectory import (
+    INTERPOLATED,
+    MODEL_FORMS,
+    MODELS,
+    coefficients,
+    model_for,
+)
 from transfer.verdict.width import (
     curves_from,
     limits_from,
@@ -45,15 +51,16 @@ def enabled(cfg) -> bool:
 
 
 def depths(ctx: Context) -> tuple[int, ...]:
-    """The depths the grid trains: the stages' L0, doubled while under the deepest proxy's
-    L1 (`validation.depth`, 4 × L0 unless set), then L1: (2, 4, 8, 16) for the cpu proxies
-    at budget=default (`validation.depth: 16`)."""
+    """The depths the grid trains: the stages' L0, times `validation.depth_ratio` (2 unless
+    set) while under the deepest proxy's L1 (`validation.depth`, 4 × L0 unless set), then L1:
+    (2, 8, 32) for the cpu proxies at budget=default (`validation.depth: 32`, ratio 4)."""
     l0 = int(ctx.proxies.family.n_layers)
     l1 = int(ctx.cfg.validation.depth or 4 * l0)
-    out, d = [l0], 2 * l0
+    r = int(ctx.cfg.validation.depth_ratio)
+    out, d = [l0], r * l0
     while d < l1:
         out.append(d)
-        d *= 2
+        d *= r
     return tuple(out + [l1]) if l1 > l0 else (l0,)
 
 
@@ -253,8 +260,11 @@ def lines(verdict: Verdict) -> list[str]:
     t = verdict.trajectory
     if t:
         tlo, thi = t["interval"]
-        other = next(m for m in t["models"] if m != t["model"])
+        others = "; ".join(f"{m} {d['estimate']:.2f}" for m, d in t["models"].items()
+                           if m != t["model"])
+        apart = ("inside the grid: the models not judged" if t["model"] == INTERPOLATED
+                 else f"{t['disagreement']:.2f} octave apart")
         out.append(f"     at {t['target_width']} layers {t['estimate']:.2f} [{tlo:.2f}, "
-                   f"{thi:.2f}] ({t['model']}; {other} {t['models'][other]['estimate']:.2f}, "
-                   f"{t['disagreement']:.2f} octave apart; tol ±{verdict.tolerance_log2})")
+                   f"{thi:.2f}] ({t['model']}; {others}, {apart}; "
+                   f"tol ±{verdict.tolerance_log2})")
     return out + [f"     - {r}" for r in verdict.reasons]

@@ -40,7 +40,15 @@ from transfer.verdict.shared_curvature import (
     separate_statistics,
     statistics,
 )
-from transfer.verdict.trajectory import MODEL_FORMS, MODELS, Estimate, predict, quantiles
+from transfer.verdict.trajectory import (
+    INTERPOLATED,
+    MODEL_FORMS,
+    MODELS,
+    Estimate,
+    emitted_model,
+    predict,
+    quantiles,
+)
 
 __all__ = ["Joint", "joint"]
 
@@ -137,6 +145,8 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
     dw = np.asarray(ws["vertex_draws"]).reshape(len(widths), -1)
     dd = np.asarray(ds["vertex_draws"]).reshape(len(depths), -1)
 
+    fitted, depth_model = depth_model, emitted_model(depth_model, depths, target_depth, "depth")
+
     def depth_part(x, model=depth_model):
         return (predict(model, depths, x, target_depth, "depth")
                 - predict(model, depths, x, l0, "depth"))
@@ -150,11 +160,12 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
     d_draws = depth_part(dd)
     est = w_est + d_est
     d_models = {}
-    for m in MODELS:
+    for m in MODELS + ((INTERPOLATED,) if depth_model == INTERPOLATED else ()):
         e = float(depth_part(vd, m))
         d_models[m] = {"form": MODEL_FORMS["depth"][m], "estimate": e,
                        "interval": scaled(e, interval(depth_part(dd, m), confidence))}
-    other = next(m for m in MODELS if m != depth_model)
+    # Beside an interpolation, the model it stands in for; beside a model, the other one.
+    other = next(m for m in MODELS if m != depth_model) if depth_model in MODELS else fitted
     return Joint(
         target_width=int(target_width), target_depth=int(target_depth), estimate=est,
         interval=scaled(est, interval(w_draws + d_draws, confidence)), confidence=confidence,

@@ -37,7 +37,7 @@ from transfer.verdict.shared_curvature import (
     separate_statistics,
     statistics,
 )
-from transfer.verdict.trajectory import CONVERGING, MODELS, trajectory
+from transfer.verdict.trajectory import CONVERGING, INTERPOLATED, MODELS, trajectory
 
 PASSED, REJECTED, INCONCLUSIVE = "passed", "rejected", "inconclusive"
 INTERVAL_SCALE = 1.0  # measured: see `Limits.interval_scale`
@@ -427,7 +427,7 @@ def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: dict[str, str
         straddle["target"] = (f"the optimum at {at} is log2 lr {t.estimate:.2f}, {conf} "
                               f"interval {_fmt_ci(t.interval)} ({t.model}): wider than ±{tol} around it")
         unk.append(straddle["target"])
-    if not t.disagreement <= tol:
+    if t.model != INTERPOLATED and not t.disagreement <= tol:  # inside the grid: no model
         other = next(m for m in t.models if m != t.model)
         unk.append(f"the trajectory models disagree at {at} by {t.disagreement:.2f} octave "
                    f"({t.model} {t.estimate:.2f}, {other} {t.models[other]['estimate']:.2f}), "

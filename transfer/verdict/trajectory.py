@@ -19,6 +19,11 @@ reported beside it: where the two disagree at the target by more than the tolera
 extrapolation depends on a choice the measurement cannot make, and the verdict says so.
 See docs/verdict.md for the failure modes.
 
+Across depth a grid may reach past the target's depth (`validation.depth`): there the emitted
+depth part is `interpolated`, linear in log2 L between the two measured depths around the target,
+so it follows a turn the data shows and no model form is extrapolated (`emitted_model`). The two
+models are reported beside it, and their disagreement is not judged there.
+
 Plain numpy: no Optuna, no config.
 """
 
@@ -31,17 +36,21 @@ import numpy as np
 
 from transfer.verdict.shared_curvature import interval
 
-__all__ = ["MODELS", "Trajectory", "coefficients", "model_for", "predict", "prior_offset",
-           "quantiles", "trajectory", "weights"]
+__all__ = ["INTERPOLATED", "MODELS", "Trajectory", "coefficients", "emitted_model", "model_for",
+           "predict", "prior_offset", "quantiles", "trajectory", "weights"]
 
 CONVERGING, LOG_LINEAR = "converging", "log_linear"
 MODELS = (CONVERGING, LOG_LINEAR)
+# Not a model of the optimum against depth: its measured optima joined linearly in log2 L, read
+# only inside the measured depths (`emitted_model`).
+INTERPOLATED = "interpolated"
 # Each axis's forms of the two models. Across depth the converging model's correction is 1/L:
 # CompleteP's depth limit has corrections of order 1/L (Chizat 2025, arXiv 2509.10167); L0 is
 # the stages' depth (docs/depth.md).
 MODEL_FORMS = {
     "width": {CONVERGING: "x_inf + c·(w/w0)^-1/2", LOG_LINEAR: "a + b·log2(w/w0)"},
-    "depth": {CONVERGING: "y_inf + d·(L0/L)", LOG_LINEAR: "a + b·log2(L/L0)"},
+    "depth": {CONVERGING: "y_inf + d·(L0/L)", LOG_LINEAR: "a + b·log2(L/L0)",
+              INTERPOLATED: "linear in log2 L between the measured depths around L"},
 }
 QUANTILES = np.linspace(0.0, 1.0, 201)  # what target.yaml keeps of a draw distribution
 
@@ -68,6 +77,29 @@ def prior_offset(parametrization: str, width: float, w0: float) -> float:
     return PRIOR_DRIFT_PER_DOUBLING.get(parametrization, 0.0) * float(np.log2(width / w0))
 
 
+def emitted_model(model: str, widths: Sequence[float], at: float, axis: str = "width") -> str:
+    """The model the estimate at `at` is read from: `INTERPOLATED` on the depth axis where `at`
+    lies within the measured depths (≥ 2 of them), else `model` (the parametrization's own,
+    `model_for`). A model that cannot turn overshoots a turn between the deepest measured
+    depths (the 3B at 28 layers: 64 × 16 held out +0.08, 64 × 32 +0.65, benchmarks/RESULTS.md);
+    read inside the grid, the data's own shape is used."""
+    if (axis == "depth" and len(widths) >= 2
+            and min(widths) <= at <= max(widths)):
+        return INTERPOLATED
+    return model
+
+
+def _interpolation(widths: Sequence[float], at: float) -> np.ndarray:
+    """The weights of linear interpolation in log2 at `at` between the two measured points
+    around it (`widths` need not be sorted)."""
+    x = np.log2(np.asarray(widths, dtype=float))
+    if not x.min() <= np.log2(at) <= x.max():
+        raise ValueError(f"{at} lies outside the measured {sorted(widths)}: interpolation "
+                         "does not extrapolate")
+    return np.array([np.interp(np.log2(at), np.sort(x), np.eye(len(x))[i][np.argsort(x)])
+                     for i in range(len(x))])
+
+
 def _basis(model: str, widths: Sequence[float], w0: float, axis: str = "width") -> np.ndarray:
     w = np.asarray(widths, dtype=float) / w0
     if axis not in MODEL_FORMS:
@@ -87,16 +119,16 @@ def predict(model: str, widths: Sequence[float], vertices: np.ndarray, at: float
     v = np.asarray(vertices, dtype=float)
     col = v.ndim == 1
     v = v.reshape(len(widths), -1)
-    w0 = float(min(widths))
-    coef = np.linalg.pinv(_basis(model, widths, w0, axis)) @ np.nan_to_num(v)
-    out = _basis(model, [at], w0, axis) @ coef
-    out = np.where(np.isnan(v).any(axis=0), np.nan, out[0])
+    out = weights(model, widths, at, axis) @ np.nan_to_num(v)
+    out = np.where(np.isnan(v).any(axis=0), np.nan, out)
     return out[0] if col else out
 
 
 def weights(model: str, widths: Sequence[float], at: float, axis: str = "width") -> np.ndarray:
     """The estimate at `at` as a weighted sum of the widths' optima: `predict` is linear
     in them, estimate = weights · vertices."""
+    if model == INTERPOLATED:
+        return _interpolation(widths, at)
     w0 = float(min(widths))
     return (_basis(model, [at], w0, axis) @ np.linalg.pinv(_basis(model, widths, w0, axis)))[0]
 
@@ -145,11 +177,12 @@ class Trajectory(Estimate):
     vertices: list[float]  # fitted log2-lr optimum per width
     vertex_ci: list[list[float]]
     target_width: int
-    model: str  # the emitted one
+    model: str  # the emitted one (`emitted_model`: `INTERPOLATED` inside a depth grid)
     estimate: float  # log2 lr at the target, the emitted model's
     interval: list[float]  # its percentile interval at `confidence`
     models: dict  # model -> {form, estimate, interval}
-    disagreement: float  # |emitted − other| at the target, in octaves
+    disagreement: float  # |emitted − other| at the target, in octaves (other: the
+    # parametrization's model beside an interpolation)
     from_widest: float  # estimate − the widest width's optimum: the move still to come
     confidence: float
     axis: str = "width"  # what `widths` count: "width" (d_model) or "depth" (layers)
@@ -169,19 +202,22 @@ def trajectory(widths: Sequence[int], vertices: Sequence[float], draws: np.ndarr
         raise ValueError(f"unknown trajectory model {model!r}; available: {', '.join(MODELS)}")
     v = np.asarray(vertices, dtype=float)
     d = np.asarray(draws, dtype=float).reshape(len(widths), -1)
+    emitted = emitted_model(model, widths, target_width, axis)
     models = {}
-    for m in MODELS:
+    for m in MODELS + ((INTERPOLATED,) if emitted == INTERPOLATED else ()):
         est = float(predict(m, widths, v, target_width, axis))
         lo, hi = interval(predict(m, widths, d, target_width, axis), confidence)
         models[m] = {"form": MODEL_FORMS[axis][m], "estimate": est,
-                     "coefficients": coefficients(m, widths, v, axis),
                      "interval": [est - scale * (est - lo), est + scale * (hi - est)]}
-    other = next(m for m in MODELS if m != model)
-    est = models[model]["estimate"]
+        if m in MODELS:
+            models[m]["coefficients"] = coefficients(m, widths, v, axis)
+    # Beside an interpolation, the parametrization's model; beside a model, the other one.
+    other = model if emitted == INTERPOLATED else next(m for m in MODELS if m != model)
+    est = models[emitted]["estimate"]
     return Trajectory(
         widths=[int(w) for w in widths], vertices=[float(x) for x in v],
         vertex_ci=[interval(d[i], confidence) for i in range(len(widths))],
-        target_width=int(target_width), model=model, estimate=est,
-        interval=models[model]["interval"], models=models,
+        target_width=int(target_width), model=emitted, estimate=est,
+        interval=models[emitted]["interval"], models=models,
         disagreement=abs(est - models[other]["estimate"]),
         from_widest=est - float(v[int(np.argmax(widths))]), confidence=confidence, axis=axis)
