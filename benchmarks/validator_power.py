@@ -44,9 +44,10 @@ from types import SimpleNamespace
 import numpy as np
 
 from transfer.verdict.curves import extend_each, extend_points, grid, mean_curve
-from transfer.verdict.judge import Limits, judge
+from transfer.verdict.judge import REJECTED, Limits, judge
+from transfer.verdict.plan import GridPlan, best_point, grid_plan
 from transfer.verdict.rounds import look_confidence, plan_round
-from transfer.verdict.width import limits_from, lr_bounds
+from transfer.verdict.width import early_look, limits_from, lr_bounds
 
 COORD_OK = {"passed": True, "max_abs_slope": 0.0}  # the lr verdict alone is measured here
 
@@ -99,21 +100,26 @@ def vertex_law(truth: str, v0: float, w0: int):
 
 
 def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
-         rng: np.random.Generator) -> tuple:
+         rng: np.random.Generator, parametrization: str = "mup") -> tuple:
     """One validation as the pipeline runs it, at every grid width: the narrow grid around the
     pick; the wider grids (`points_wide` points) around the pick, or — `focus` — around the
     narrow curve's lowest point once the narrow grid is trained; extended at an edge until
     bracketed — every width together, or (`extend_each`, the pipeline's; always with `focus`)
     only the width whose minimum is at the edge. Returns (outcome, old rule's pass, drift,
     points trained at the narrow width, at the wider ones, the emitted optimum at the target,
-    its interval, the true optimum there)."""
+    its interval, the true optimum there, whether the early look stopped the grid). With the budget's `plan` (`validation.focus`), the
+    pipeline's own grid (`pipeline_grid`): each wider curve its planned points, step and seeds,
+    centred on the best point of the one before, and the early look before the widest."""
     widths = list(design["widths"])
     w0, wide = widths[0], widths[1:]
     law = vertex_law(truth, v0, w0)
     a = {"flat": 0.0, "drifting": noise.curvature / 4}.get(truth, noise.curvature)
     vertex = {w: law(w) for w in widths}
     levels = {w: 2.6 - 0.075 * i for i, w in enumerate(widths)}
-    offsets = {w: rng.normal(0, noise.seed_offset_std, design["seeds"]) for w in widths}
+    plan = design.get("plan")
+    offsets = {w: rng.normal(0, noise.seed_offset_std,
+                             plan[w].seeds if plan is not None else design["seeds"])
+               for w in widths}
     centre = round(v0 + rng.normal(0, noise.pick_std), 6)
     step, focus = design["step"], design.get("focus", False)
     each = focus or design.get("extend_each", False)
@@ -126,7 +132,7 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
         for x, y, e in zip(points, base, excess):
             s = noise.point_std * (noise.past_ratio if x > vertex[w] and e > noise.past_excess
                                    * levels[w] else 1.0)
-            curves[w].append((x, list(y + offsets[w] + rng.normal(0, s, design["seeds"]))))
+            curves[w].append((x, list(y + offsets[w] + rng.normal(0, s, len(offsets[w])))))
 
     def bounds(c, n):  # the pipeline's: `validation.max_extend` steps beyond n points
         return lr_bounds(c, SimpleNamespace(step_log2=step, points=n,
@@ -144,7 +150,11 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
                 add(w, xs)
 
     lims = {w0: bounds(centre, design["points"])}
-    if focus:
+    if plan is not None:
+        widths = pipeline_grid(plan, widths, centre, add, curves, design.get("early"),
+                               parametrization)
+        curves = {w: curves[w] for w in widths}
+    elif focus:
         add(w0, grid(centre, design["points"], step))
         extend([w0], lims)
         xs, ys = mean_curve(curves[w0])
@@ -162,7 +172,8 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
             add(w, grid(centre, points_wide, step))
         extend(widths, lims)
     v = judge(curves, None, centre, limits, COORD_OK)
-    rounds = design.get("rounds")  # (max rounds, extra budget in narrow-trial seconds)
+    rounds = None if design.get("early") and len(widths) < len(design["widths"]) else \
+        design.get("rounds")  # the pipeline queues no seed round after an early rejection  # (max rounds, extra budget in narrow-trial seconds)
     looks, budget = 1, (rounds or (0, 0.0))[1]
     while rounds and looks <= rounds[0] and v.more_data_decides:
         seeds = {w: len(curves[w][0][1]) for w in widths}
@@ -187,9 +198,37 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
            and v.loss_gap <= limits.max_gap and all(v.bracketed.values()))
     t = v.trajectory or {}
     target = limits.target_width
+    wide = widths[1:]
     return (v.outcome, old, v.drift_log2, len(curves[w0]), sum(len(curves[w]) for w in wide),
             t.get("estimate", math.nan), t.get("interval", [math.nan, math.nan]),
-            law(target) if target else math.nan)
+            law(target) if target else math.nan, len(widths) < len(design["widths"]))
+
+
+def pipeline_grid(plan: GridPlan, widths: list[int], centre: float, add, curves: dict,
+                  early, parametrization: str) -> list[int]:
+    """The width grid as `transfer.verdict.axis_grid` lays it out under `validation.focus`:
+    each curve its `plan` points, step (`plan.step_after`) and seeds, the first centred on the
+    stages' pick and each later one on the best point of the one before (`plan.best_point`),
+    extended at its own edge within its own bounds; before each curve past the second, the
+    early look (`transfer.verdict.width.early_look`, the budget's `validation` group `early`;
+    None: off) on the widths measured, whose rejection stops the grid. Returns the widths
+    measured."""
+    c = centre
+    for i, w in enumerate(widths):
+        if i >= 2 and early is not None:
+            look = early_look(early, parametrization, {k: curves[k] for k in widths[:i]},
+                              centre)
+            if look is not None and look.outcome == REJECTED:
+                return widths[:i]
+        before = curves[widths[i - 1]] if i else None
+        if before:
+            c = best_point(before) if best_point(before) is not None else c
+        step = plan.step_after(w, before) if i else plan[w].step
+        lo, hi = replace(plan[w], step=step).bounds(c, plan.max_extend)
+        add(w, grid(c, plan[w].points, step))
+        while new := extend_points({w: curves[w]}, step=step, lo=lo, hi=hi):
+            add(w, new)
+    return widths
 
 
 # The curve families the coverage table measures (issue 35): (truth, asymmetry, flat bottom,
@@ -215,10 +254,12 @@ def coverage(families, noise: Noise, design: dict, budget: str, model: str, draw
         limits = replace(limits, **(limits_changes or {}))
         rng = np.random.default_rng(seed)
         nz = replace(noise, asymmetry=asym, flat=flat)
-        cover, widths, errs, outcomes = 0, [], [], Counter()
+        cover, widths, errs, outcomes, early = 0, [], [], Counter(), 0
         for _ in range(draws):
-            outcome, _, _, _, _, est, (lo, hi), true = draw(truth, -7.0, nz, design, limits, rng)
+            outcome, _, _, _, _, est, (lo, hi), true, stopped = draw(
+                truth, -7.0, nz, design, limits, rng, param)
             outcomes[outcome] += 1
+            early += stopped
             cover += lo <= true <= hi
             widths.append(hi - lo)
             if math.isfinite(est):
@@ -230,18 +271,21 @@ def coverage(families, noise: Noise, design: dict, budget: str, model: str, draw
                      "finite": float(np.isfinite(w).mean()),
                      "bias": float(np.mean(errs)) if errs else math.nan,
                      "rms": float(np.sqrt(np.mean(np.square(errs)))) if errs else math.nan,
+                     "early_rejected": early / draws,
                      **{k: outcomes[k] / draws for k in ("passed", "rejected", "inconclusive")}})
     return rows
 
 
 def print_coverage(rows: list[dict]) -> None:
     print("| family | point σ | coverage of the 90 % interval | median width (octaves) | "
-          "bias (octaves) | rms error | pass / reject / inconclusive |")
-    print("|---|---|---|---|---|---|---|")
+          "bias (octaves) | rms error | pass / reject / inconclusive | stopped by the early "
+          "look |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['family']} | {r['sigma']:.3f} | {r['coverage']:.1%} | "
               f"{r['width_median']:.2f} | {r['bias']:+.3f} | {r['rms']:.2f} | "
-              f"{r['passed']:.0%} / {r['rejected']:.0%} / {r['inconclusive']:.0%} |")
+              f"{r['passed']:.0%} / {r['rejected']:.0%} / {r['inconclusive']:.0%} | "
+              f"{r['early_rejected']:.1%} |")
 
 
 def design_of(budget: str, model: str = "3b", parametrization: str = "mup"
@@ -257,6 +301,9 @@ def design_of(budget: str, model: str = "3b", parametrization: str = "mup"
               "extend_each": True,  # the pipeline's extension: only the width that needs it
               "step": v.step_log2, "seeds": v.seeds, "max_extend": v.max_extend,
               "confidence": v.confidence, "max_extra_seconds": v.max_extra_seconds}
+    if v.focus:  # the pipeline's focused grid and its early look (`pipeline_grid`)
+        design["plan"] = grid_plan(v, design["widths"], v.seeds)
+        design["early"] = v if v.early_reject else None
     return design, limits_from(v, target_width=int(cfg.model.d_model),
                                parametrization=parametrization)
 
@@ -304,10 +351,12 @@ def main(argv=None) -> None:
                     help="noise of the points past the basin on the high-lr side (loss more "
                          "than 6 %% above the optimum's) over the rest's (real grids: ~4)")
     ap.add_argument("--basin-excess", type=float, default=None,
-                    help="judge with the weighted fit (Limits.basin_excess), e.g. 0.06")
+                    help="the weighted fit's threshold (Limits.basin_excess; default: the "
+                         "verdict's own, 0.06 since 216c39a)")
     args = ap.parse_args(argv)
     design, limits = design_of(args.budget, args.model)
-    basin = {"basin_excess": args.basin_excess}
+    # the verdict's own weighting (Limits.basin_excess) unless one is named
+    basin = {} if args.basin_excess is None else {"basin_excess": args.basin_excess}
     limits = replace(limits, **basin)
     if args.rounds:
         extra = (args.extra_seconds if args.extra_seconds is not None
@@ -337,11 +386,12 @@ def main(argv=None) -> None:
         noise = replace(noise, point_std=args.point_std)
     designs = {"configured": design}
     if args.compare:
-        designs = {"extended together (before)": dict(design, extend_each=False),
+        flat = dict(design, plan=None, early=None)  # issue 14's designs, before the plan
+        designs = {"extended together (before)": dict(flat, extend_each=False),
                    "configured": design,
-                   "5 points at the wide width": dict(design, points_wide=5),
-                   "wide grid at the narrow minimum": dict(design, focus=True),
-                   "both of the above": dict(design, focus=True, points_wide=5)}
+                   "5 points at the wide width": dict(flat, points_wide=5),
+                   "wide grid at the narrow minimum": dict(flat, focus=True),
+                   "both of the above": dict(flat, focus=True, points_wide=5)}
     print(f"budget={args.budget}: widths {design['widths']}, {design['points']} points × "
           f"{design['step']} octave, {design['seeds']} seeds, ≤ "
           f"{design['max_extend']} extension steps per side; {noise}; {args.draws} draws each")
@@ -355,7 +405,7 @@ def main(argv=None) -> None:
         for truth in args.truths:
             outcomes, old, drifts, n0, n1, cover, err = Counter(), 0, [], 0, 0, 0, []
             for _ in range(args.draws):
-                outcome, old_pass, dr, k0, k1, est, (lo, hi), true = draw(
+                outcome, old_pass, dr, k0, k1, est, (lo, hi), true, _ = draw(
                     truth, -7.0, noise, d, limits, rng)
                 outcomes[outcome] += 1
                 old += old_pass
