@@ -28,6 +28,8 @@ tests/test_benchmarks.py):
     python benchmarks/target_check.py --out benchmarks/out/target_check \
         --points benchmarks/points/target_check
     python benchmarks/target_check.py --out /tmp/tc --archive <sweeps> --emit-only  # emission
+    python benchmarks/target_check.py --out /tmp/tc --rejudge <sweeps>/<run> \
+        --from benchmarks/points/summaries/<summary>.json   # this code's emission, no training
     python benchmarks/target_check.py --out /tmp/tc --smoke         # plumbing, ~2 min
     python benchmarks/target_check.py --out /tmp/tc --figure docs/figures/held_out_targets.png \
         --from benchmarks/points/summaries/both_mup.json benchmarks/points/summaries/width_sp.json
@@ -103,6 +105,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="write the held-out curves as a PNG: this run's, or those of --from")
     p.add_argument("--from", dest="summaries", type=Path, nargs="+", default=None,
                    help="summary.json files to draw with --figure instead of running")
+    p.add_argument("--rejudge", type=Path, default=None, metavar="RUN_DIR",
+                   help="re-emit for each target of --from from RUN_DIR's archived grids with "
+                        "this checkout's verdict code, and compare with the targets' curves "
+                        "there: nothing trained")
+    p.add_argument("--interpolate", action="store_true",
+                   help="with --rejudge: read depths inside the depth grid between its depths "
+                        "(validation.depth_interpolate)")
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="tiny sizes: the plumbing only")
     p.add_argument("--threads", type=int, default=2)
@@ -331,6 +340,58 @@ def check(args, name: str, parametrization: str, corpus) -> dict:
             "seconds": time.perf_counter() - t}
 
 
+def rejudged_emission(run_dir: Path, shape: dict, interpolate: bool = False) -> dict:
+    """The emission for `shape` (d_model × n_layers) from `run_dir`'s archived grids, judged by
+    this checkout's code: the joint width × depth estimate as `transfer.verdict.depth
+    .joint_estimate` makes it (each verdict's curves, confidence, model and fit), nothing
+    trained. What a re-run of the same trials would emit for that target."""
+    from omegaconf import OmegaConf
+
+    from transfer.verdict.depth import depth_limits_from
+    from transfer.verdict.joint import joint
+    from transfer.verdict.width import limits_from
+
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    width = json.loads((run_dir / "validation.json").read_text())
+    deep = json.loads((run_dir / "validation_depth.json").read_text())
+    param = cfg.proxy.parametrization
+    # a run archived before a field existed ran as its default
+    v = OmegaConf.merge({"depth_interpolate": False, "depth_ratio": 2}, cfg.validation)
+    v.depth_interpolate = bool(interpolate or v.depth_interpolate)
+    limits = depth_limits_from(v, int(shape["n_layers"]), param)
+    w_model = limits_from(v, target_width=int(shape["d_model"]),
+                          parametrization=param).trajectory_model
+    j = joint({int(k): c for k, c in width["curves"].items()},
+              {int(k): c for k, c in deep["curves"].items()},
+              target_width=int(shape["d_model"]), target_depth=int(shape["n_layers"]),
+              width_model=w_model, depth_model=limits.trajectory_model,
+              confidence=max(width["confidence"], deep["confidence"]), n_boot=limits.n_boot,
+              boot_seed=limits.boot_seed, window=limits.fit_window, scale=limits.interval_scale,
+              depth_shared_shape=limits.shared_shape, depth_width=deep.get("width") or
+              v.depth_width, basin_excess=limits.basin_excess,
+              depth_interpolate=limits.interpolate)
+    return {"emitted_log2": j.estimate, "emitted_interval_log2": list(j.interval),
+            "model": f"{j.width['model']} + {j.depth['model']}",
+            "verdict": f"re-judged from {run_dir.name}'s grids (target_check --rejudge)"}
+
+
+def rejudge(run_dir: Path, results: list[dict], interpolate: bool = False) -> list[dict]:
+    """Each held-out result (a summary.json's: the target's own curve and optimum) against the
+    emission this code makes for its shape from `run_dir`'s grids (`rejudged_emission`)."""
+    out = []
+    for r in results:
+        e = rejudged_emission(run_dir, r["shape"], interpolate)
+        lo, hi = e["emitted_interval_log2"]
+        opt = r["target_optimum_log2"]
+        c = r["curve"]
+        fit = fit_curve(list(zip(c["log2_lr"], c["losses"])), len(c["losses"][0]),
+                        e["emitted_log2"], int(r["shape"]["d_model"]))
+        out.append({**r, **e, "distance_log2": e["emitted_log2"] - opt,
+                    "loss_gap_at_emitted": fit["gap_at_emitted"],
+                    "covered": bool(lo <= opt <= hi)})
+    return out
+
+
 def table(results: list[dict]) -> str:
     lines = ["| target | shape | emission | emitted log2 lr [90 %] | target optimum [90 %] | "
              "distance (oct.) | loss gap at emitted | covered |", "|---|---|---|---|---|---|---|---|"]
@@ -372,6 +433,20 @@ def figure_png(results: list[dict]) -> bytes:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.rejudge:
+        if not args.summaries:
+            print("--rejudge needs --from: the summary.json files holding the targets' curves",
+                  file=sys.stderr)
+            return 2
+        results = rejudge(args.rejudge, [r for f in args.summaries
+                                         for r in json.loads(f.read_text())],
+                          args.interpolate)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "summary.json").write_text(json.dumps(results, indent=2))
+        if args.figure:
+            args.figure.write_bytes(figure_png(results))
+        print(table(results))
+        return 0
     if args.figure and args.summaries:
         results = [r for f in args.summaries for r in json.loads(f.read_text())]
         args.figure.write_bytes(figure_png(results))

@@ -117,11 +117,13 @@ def turn(L: float) -> float:
 
 
 def test_inside_the_grid_the_estimate_is_interpolated_not_extrapolated():
-    """The emitted model is the interpolation wherever the target lies within the measured
-    depths; the fitted models are reported beside it, and their disagreement is not judged."""
-    assert emitted_model(CONVERGING, (2, 8, 32), 28, "depth") == INTERPOLATED
-    assert emitted_model(CONVERGING, (2, 8, 16), 28, "depth") == CONVERGING  # past the grid
-    assert emitted_model(CONVERGING, (64, 128, 256), 128, "width") == CONVERGING  # never in width
+    """With `validation.depth_interpolate`, the emitted model is the interpolation wherever the
+    target lies within the measured depths; the fitted models are reported beside it, and their
+    disagreement is not judged."""
+    assert emitted_model(CONVERGING, (2, 8, 32), 28, "depth", interpolate=True) == INTERPOLATED
+    assert emitted_model(CONVERGING, (2, 8, 32), 28, "depth") == CONVERGING  # off by default
+    assert emitted_model(CONVERGING, (2, 8, 16), 28, "depth", True) == CONVERGING  # past it
+    assert emitted_model(CONVERGING, (64, 128, 256), 128, "width", True) == CONVERGING  # width
     v = np.array([-7.0, -6.4, -7.0])
     assert predict(INTERPOLATED, (2, 8, 32), v, 28, "depth") == pytest.approx(
         -6.4 - 0.6 * math.log2(28 / 8) / 2)
@@ -136,7 +138,7 @@ def test_a_turn_the_models_cannot_follow_is_followed_inside_the_grid():
     model that cannot turn and misses 28 layers by more than its interval; one reaching 32
     interpolates and covers it."""
     deep = judge(curves(turn, (2, 8, 32), center=-6.8, points=7, noise=0.002), None, -7.0,
-                 depth_limits(), COORD_OK)
+                 depth_limits(interpolate=True), COORD_OK)
     t = deep.trajectory
     assert t["model"] == INTERPOLATED and set(t["models"]) == {CONVERGING, LOG_LINEAR,
                                                                 INTERPOLATED}
@@ -145,7 +147,7 @@ def test_a_turn_the_models_cannot_follow_is_followed_inside_the_grid():
     assert not any("models disagree" in r for r in deep.reasons), deep.reasons
     assert deep.outcome == PASSED, deep.reasons
     short = judge(curves(turn, (2, 4, 8, 16), center=-6.8, points=7, noise=0.002), None, -7.0,
-                  depth_limits(), COORD_OK)
+                  depth_limits(interpolate=True), COORD_OK)
     assert short.trajectory["model"] == CONVERGING
     lo, hi = short.trajectory["interval"]
     assert not lo <= turn(28) <= hi
@@ -159,7 +161,7 @@ def test_the_joint_depth_part_is_interpolated_inside_the_grid():
                       rng_seed=7))
     j = joint(w, d, target_width=3072, target_depth=TARGET_DEPTH, width_model=CONVERGING,
               depth_model=CONVERGING, confidence=0.9, n_boot=400, boot_seed=0, window=7,
-              depth_width=32)
+              depth_width=32, depth_interpolate=True)
     assert j.depth["model"] == INTERPOLATED
     assert set(j.depth_models) == {CONVERGING, LOG_LINEAR, INTERPOLATED}
     assert j.depth["estimate"] == pytest.approx(turn(28) - turn(2), abs=0.08)

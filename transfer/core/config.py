@@ -239,6 +239,10 @@ class ValidationConf:
     # Each depth of the grid this many times the one before (then `depth`): 2 gives 2, 4, 8, 16;
     # 4 gives 2, 8, 32, reaching a 28-layer target's depth for about the seconds of the first.
     depth_ratio: int = 2
+    # A target depth inside the grid read between the two measured depths around it (linear in
+    # log2 L) instead of from the depth model: follows a turn, but carries one curve's noise; on
+    # the 3B's held-out targets inside the default grid the model came closer (RESULTS.md).
+    depth_interpolate: bool = False
     # The depth grid's width; None: the stages' (its L0 curve then copied from the width grid).
     # Narrower is cheaper per layer, so the same seconds reach deeper (docs/depth.md).
     depth_width: int | None = None

@@ -189,7 +189,7 @@ def depth_limits_from(v, target_depth: int | None, parametrization: str = "mup",
     confidence (`rounds.look_confidence`)."""
     return dataclasses.replace(limits_from(v, target_width=target_depth, looks=looks),
                                axis="depth", judge_drift=False, min_trajectory_widths=3,
-                               shared_shape=False,
+                               shared_shape=False, interpolate=bool(v.depth_interpolate),
                                trajectory_model=model_for(parametrization))
 
 
@@ -209,7 +209,7 @@ def joint_estimate(ctx: Context, width: Verdict, deep: Verdict, *, target_width:
                  boot_seed=limits.boot_seed,
                  window=limits.fit_window, scale=limits.interval_scale,
                  depth_shared_shape=limits.shared_shape, depth_width=grid_width(ctx),
-                 basin_excess=limits.basin_excess)
+                 basin_excess=limits.basin_excess, depth_interpolate=limits.interpolate)
 
 
 def summary(verdict: Verdict | None, alpha: float, width: int | None = None) -> dict | None:

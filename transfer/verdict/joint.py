@@ -110,7 +110,8 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
           confidence: float, n_boot: int, boot_seed: int, window: int, scale: float = 1.0,
           width_seed: int | None = None, depth_shared_shape: bool = False,
           depth_width: int | None = None,
-          basin_excess: float | None = BASIN_EXCESS) -> Joint | None:
+          basin_excess: float | None = BASIN_EXCESS, depth_interpolate: bool = False
+          ) -> Joint | None:
     """The joint estimate from the width verdict's curves (width → {log2_lr, losses}, at the
     stages' depth) and the depth verdict's (depth → the same, at the stages' width, its
     shallowest the same trials as the width grid's narrowest). `boot_seed` is the depth
@@ -118,7 +119,9 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
     `depth_shared_shape` the depth verdict's fit (`Limits.shared_shape`: off, each depth's curve
     its own curvature and asymmetry). `depth_width`: the width the depth grid trained at (None:
     the width grid's narrowest); at another width the two grids share no curve and their noise
-    is drawn independently. None when a curve has too few finite points to fit."""
+    is drawn independently. `depth_interpolate`: a target depth inside the depth grid is read
+    between its depths (`trajectory.emitted_model`). None when a curve has too few finite points
+    to fit."""
     widths, depths = sorted(width_curves), sorted(depth_curves)
     if len(widths) < 2 or len(depths) < 2:
         raise ValueError(f"a joint estimate needs ≥ 2 widths and ≥ 2 depths, got {widths}, "
@@ -145,7 +148,8 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
     dw = np.asarray(ws["vertex_draws"]).reshape(len(widths), -1)
     dd = np.asarray(ds["vertex_draws"]).reshape(len(depths), -1)
 
-    fitted, depth_model = depth_model, emitted_model(depth_model, depths, target_depth, "depth")
+    fitted, depth_model = depth_model, emitted_model(depth_model, depths, target_depth, "depth",
+                                                     depth_interpolate)
 
     def depth_part(x, model=depth_model):
         return (predict(model, depths, x, target_depth, "depth")

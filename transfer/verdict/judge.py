@@ -65,6 +65,10 @@ class Limits:
     target_width: int | None = None  # where the trajectory puts the optimum (None: not asked)
     trajectory_model: str = CONVERGING  # the emitted model (transfer.verdict.trajectory)
     min_trajectory_widths: int = 3  # two widths fit either model exactly: nothing to tell them apart
+    # Read a target inside the measured keys between the two around it (depth only,
+    # `trajectory.emitted_model`); off: the model, which smooths the optima's noise (on the 3B's
+    # held-out targets inside the grid it came closer: benchmarks/RESULTS.md)
+    interpolate: bool = False
     decide_hint: str = "budget=thorough (more seeds, longer runs)"  # printed when inconclusive
     axis: str = "width"  # what the curves differ in: "width" or "depth" (the trajectory's
     # model forms, `transfer.verdict.trajectory.MODEL_FORMS`), "tokens" (messages only)
@@ -228,7 +232,8 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
             traj = trajectory(widths, [stats["v"][w] for w in widths], stats["vertex_draws"],
                               target_width=limits.target_width, model=limits.trajectory_model,
                               confidence=limits.confidence, scale=limits.interval_scale,
-                              axis=limits.axis if limits.axis == "depth" else "width")
+                              axis=limits.axis if limits.axis == "depth" else "width",
+                              interpolate=limits.interpolate)
             _trajectory_rules(traj, limits, unk, straddle)
             stats["opt"], stats["opt_ci"] = traj.estimate, traj.interval
     calibration = {"interval_scale": limits.interval_scale,

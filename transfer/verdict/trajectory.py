@@ -19,10 +19,10 @@ reported beside it: where the two disagree at the target by more than the tolera
 extrapolation depends on a choice the measurement cannot make, and the verdict says so.
 See docs/verdict.md for the failure modes.
 
-Across depth a grid may reach past the target's depth (`validation.depth`): there the emitted
-depth part is `interpolated`, linear in log2 L between the two measured depths around the target,
-so it follows a turn the data shows and no model form is extrapolated (`emitted_model`). The two
-models are reported beside it, and their disagreement is not judged there.
+Across depth, where the target lies within the measured depths and `validation.depth_interpolate`
+is on, the emitted depth part is `interpolated`, linear in log2 L between the two measured
+depths around it, so it follows a turn the data shows and no model form is carried there
+(`emitted_model`). The two models are reported beside it, and their disagreement is not judged.
 
 Plain numpy: no Optuna, no config.
 """
@@ -77,13 +77,15 @@ def prior_offset(parametrization: str, width: float, w0: float) -> float:
     return PRIOR_DRIFT_PER_DOUBLING.get(parametrization, 0.0) * float(np.log2(width / w0))
 
 
-def emitted_model(model: str, widths: Sequence[float], at: float, axis: str = "width") -> str:
-    """The model the estimate at `at` is read from: `INTERPOLATED` on the depth axis where `at`
-    lies within the measured depths (≥ 2 of them), else `model` (the parametrization's own,
-    `model_for`). A model that cannot turn overshoots a turn between the deepest measured
-    depths (the 3B at 28 layers: 64 × 16 held out +0.08, 64 × 32 +0.65, benchmarks/RESULTS.md);
-    read inside the grid, the data's own shape is used."""
-    if (axis == "depth" and len(widths) >= 2
+def emitted_model(model: str, widths: Sequence[float], at: float, axis: str = "width",
+                  interpolate: bool = False) -> str:
+    """The model the estimate at `at` is read from: with `interpolate`, `INTERPOLATED` on the
+    depth axis where `at` lies within the measured depths (≥ 2 of them), else `model` (the
+    parametrization's own, `model_for`). A model that cannot turn misses a turn between the
+    measured depths (the 3B's held-out targets at width 64: +0.08 at 16 layers, +0.65 at 32,
+    benchmarks/RESULTS.md); read between them, the data's own shape is used, and each optimum's
+    noise with it (`validation.depth_interpolate`)."""
+    if (interpolate and axis == "depth" and len(widths) >= 2
             and min(widths) <= at <= max(widths)):
         return INTERPOLATED
     return model
@@ -190,7 +192,7 @@ class Trajectory(Estimate):
 
 def trajectory(widths: Sequence[int], vertices: Sequence[float], draws: np.ndarray, *,
                target_width: int, model: str, confidence: float, scale: float = 1.0,
-               axis: str = "width") -> Trajectory:
+               axis: str = "width", interpolate: bool = False) -> Trajectory:
     """The trajectory from each width's fitted optimum (`vertices`) and its bootstrap draws
     (`draws`, shape (n_widths, n_boot)); needs ≥ 2 widths (3 to tell the models apart). Each
     model's interval at the target is widened about its estimate by `scale` (the calibration,
@@ -202,7 +204,7 @@ def trajectory(widths: Sequence[int], vertices: Sequence[float], draws: np.ndarr
         raise ValueError(f"unknown trajectory model {model!r}; available: {', '.join(MODELS)}")
     v = np.asarray(vertices, dtype=float)
     d = np.asarray(draws, dtype=float).reshape(len(widths), -1)
-    emitted = emitted_model(model, widths, target_width, axis)
+    emitted = emitted_model(model, widths, target_width, axis, interpolate)
     models = {}
     for m in MODELS + ((INTERPOLATED,) if emitted == INTERPOLATED else ()):
         est = float(predict(m, widths, v, target_width, axis))
