@@ -172,8 +172,10 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
             add(w, grid(centre, points_wide, step))
         extend(widths, lims)
     v = judge(curves, None, centre, limits, COORD_OK)
-    rounds = None if design.get("early") and len(widths) < len(design["widths"]) else \
-        design.get("rounds")  # the pipeline queues no seed round after an early rejection  # (max rounds, extra budget in narrow-trial seconds)
+    # (max rounds, extra budget in narrow-trial seconds); none after an early rejection, as in
+    # the pipeline
+    stopped = len(widths) < len(design["widths"])
+    rounds = None if stopped else design.get("rounds")
     looks, budget = 1, (rounds or (0, 0.0))[1]
     while rounds and looks <= rounds[0] and v.more_data_decides:
         seeds = {w: len(curves[w][0][1]) for w in widths}
@@ -201,7 +203,7 @@ def draw(truth: str, v0: float, noise: Noise, design: dict, limits: Limits,
     wide = widths[1:]
     return (v.outcome, old, v.drift_log2, len(curves[w0]), sum(len(curves[w]) for w in wide),
             t.get("estimate", math.nan), t.get("interval", [math.nan, math.nan]),
-            law(target) if target else math.nan, len(widths) < len(design["widths"]))
+            law(target) if target else math.nan, stopped)
 
 
 def pipeline_grid(plan: GridPlan, widths: list[int], centre: float, add, curves: dict,

@@ -41,7 +41,7 @@ def test_the_depths_double_from_the_stages_depth_to_four_times_it_by_default():
     assert depth.depths(ctx(depth=16)) == (2, 4, 8, 16)
     assert depth.depths(ctx(depth=6)) == (2, 4, 6)
     assert depth.depths(ctx(depth=4)) == (2, 4)
-    assert depth.depths(ctx(depth=32, depth_ratio=4)) == (2, 8, 32)  # budget=default's
+    assert depth.depths(ctx(depth=32, depth_ratio=4)) == (2, 8, 32)  # measured at 961e65b
     assert depth.depths(ctx(depth=16, depth_ratio=4)) == (2, 8, 16)
 
 
@@ -185,6 +185,8 @@ def test_a_builder_without_the_hook_cannot_be_made_deeper():
 @pytest.mark.parametrize("override, field", [("proxy.depth_alpha=1.5", "proxy.depth_alpha"),
                                              ("proxy.base_depth=0", "proxy.base_depth"),
                                              ("validation.depth=1", "validation.depth"),
+                                             ("validation.depth_ratio=1",
+                                              "validation.depth_ratio"),
                                              ("validation.depth_width=0",
                                               "validation.depth_width"),
                                              ("validation.depth_seeds=1",

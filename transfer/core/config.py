@@ -237,7 +237,8 @@ class ValidationConf:
     depth_enabled: bool = False  # off in budget=default: see conf/budget/thorough.yaml
     depth: int | None = None  # layers of the deep proxy; None: 4 × the stages' n_layers
     # Each depth of the grid this many times the one before (then `depth`): 2 gives 2, 4, 8, 16;
-    # 4 gives 2, 8, 32, reaching a 28-layer target's depth for about the seconds of the first.
+    # 4 with depth 32 gives 2, 8, 32 (at 961e65b its 32-layer curve at width 32 and 2 seeds was
+    # too flat to locate: benchmarks/RESULTS.md).
     depth_ratio: int = 2
     # A target depth inside the grid read between the two measured depths around it (linear in
     # log2 L) instead of from the depth model: follows a turn, but carries one curve's noise; on

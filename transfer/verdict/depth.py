@@ -53,7 +53,7 @@ def enabled(cfg) -> bool:
 def depths(ctx: Context) -> tuple[int, ...]:
     """The depths the grid trains: the stages' L0, times `validation.depth_ratio` (2 unless
     set) while under the deepest proxy's L1 (`validation.depth`, 4 × L0 unless set), then L1:
-    (2, 8, 32) for the cpu proxies at budget=default (`validation.depth: 32`, ratio 4)."""
+    (2, 4, 8, 16) for the cpu proxies at budget=default (`validation.depth: 16`)."""
     l0 = int(ctx.proxies.family.n_layers)
     l1 = int(ctx.cfg.validation.depth or 4 * l0)
     r = int(ctx.cfg.validation.depth_ratio)
