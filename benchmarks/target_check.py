@@ -342,34 +342,26 @@ def check(args, name: str, parametrization: str, corpus) -> dict:
 
 def rejudged_emission(run_dir: Path, shape: dict, interpolate: bool = False) -> dict:
     """The emission for `shape` (d_model × n_layers) from `run_dir`'s archived grids, judged by
-    this checkout's code: the joint width × depth estimate as `transfer.verdict.depth
-    .joint_estimate` makes it (each verdict's curves, confidence, model and fit), nothing
+    this checkout's code: the joint width × depth estimate as the run makes it
+    (`transfer.verdict.depth.joint_from`: each verdict's curves, confidence and model), nothing
     trained. What a re-run of the same trials would emit for that target."""
     from omegaconf import OmegaConf
 
-    from transfer.verdict.depth import depth_limits_from
-    from transfer.verdict.joint import joint
-    from transfer.verdict.width import limits_from
+    from transfer.verdict.depth import joint_from
 
     cfg = OmegaConf.load(run_dir / "config.yaml")
     width = json.loads((run_dir / "validation.json").read_text())
     deep = json.loads((run_dir / "validation_depth.json").read_text())
-    param = cfg.proxy.parametrization
     # a run archived before a field existed ran as its default
     v = OmegaConf.merge({"depth_interpolate": False, "depth_ratio": 2}, cfg.validation)
     v.depth_interpolate = bool(interpolate or v.depth_interpolate)
-    limits = depth_limits_from(v, int(shape["n_layers"]), param)
-    w_model = limits_from(v, target_width=int(shape["d_model"]),
-                          parametrization=param).trajectory_model
-    j = joint({int(k): c for k, c in width["curves"].items()},
-              {int(k): c for k, c in deep["curves"].items()},
-              target_width=int(shape["d_model"]), target_depth=int(shape["n_layers"]),
-              width_model=w_model, depth_model=limits.trajectory_model,
-              confidence=max(width["confidence"], deep["confidence"]), n_boot=limits.n_boot,
-              boot_seed=limits.boot_seed, window=limits.fit_window, scale=limits.interval_scale,
-              depth_shared_shape=limits.shared_shape, depth_width=deep.get("width") or
-              v.depth_width, basin_excess=limits.basin_excess,
-              depth_interpolate=limits.interpolate)
+    j = joint_from(v, cfg.proxy.parametrization,
+                   {int(k): c for k, c in width["curves"].items()},
+                   {int(k): c for k, c in deep["curves"].items()},
+                   width_model=width["trajectory"]["model"],
+                   confidence=max(width["confidence"], deep["confidence"]),
+                   target_width=int(shape["d_model"]), target_depth=int(shape["n_layers"]),
+                   depth_width=v.depth_width)
     return {"emitted_log2": j.estimate, "emitted_interval_log2": list(j.interval),
             "model": f"{j.width['model']} + {j.depth['model']}",
             "verdict": f"re-judged from {run_dir.name}'s grids (target_check --rejudge)"}

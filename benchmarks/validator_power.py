@@ -215,7 +215,6 @@ def pipeline_grid(plan: GridPlan, widths: list[int], centre: float, add, curves:
     early look (`transfer.verdict.width.early_look`, the budget's `validation` group `early`;
     None: off) on the widths measured, whose rejection stops the grid. Returns the widths
     measured."""
-    c = centre
     for i, w in enumerate(widths):
         if i >= 2 and early is not None:
             look = early_look(early, parametrization, {k: curves[k] for k in widths[:i]},
@@ -223,13 +222,13 @@ def pipeline_grid(plan: GridPlan, widths: list[int], centre: float, add, curves:
             if look is not None and look.outcome == REJECTED:
                 return widths[:i]
         before = curves[widths[i - 1]] if i else None
-        if before:
-            c = best_point(before) if best_point(before) is not None else c
-        step = plan.step_after(w, before) if i else plan[w].step
-        lo, hi = replace(plan[w], step=step).bounds(c, plan.max_extend)
-        add(w, grid(c, plan[w].points, step))
-        while new := extend_points({w: curves[w]}, step=step, lo=lo, hi=hi):
-            add(w, new)
+        found = best_point(before) if before else None  # the pipeline's `grow`
+        c = centre if found is None else found
+        cp = replace(plan[w], step=plan.step_after(w, before) if i else plan[w].step)
+        bounds = {w: cp.bounds(c, plan.max_extend)}
+        add(w, cp.xs(c))
+        while new := extend_each({w: curves[w]}, step=cp.step, bounds=bounds):
+            add(w, new[w])
     return widths
 
 

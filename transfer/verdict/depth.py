@@ -195,21 +195,33 @@ def depth_limits_from(v, target_depth: int | None, parametrization: str = "mup",
 
 def joint_estimate(ctx: Context, width: Verdict, deep: Verdict, *, target_width: int,
                    target_depth: int) -> Joint | None:
-    """The lr at the target's width and depth at once (`transfer.verdict.joint`): each grid's
-    fit as its verdict made it, their shared curve's bootstrap noise drawn once for both, at the
-    stricter of the two verdicts' confidences (each its last look's: seed rounds make it
-    stricter), with the width and depth models the verdicts emit. None when the width verdict
-    has no trajectory or a curve cannot be fitted."""
+    """The lr at the target's width and depth at once (`joint_from`), from this run's two
+    verdicts. None when the width verdict has no trajectory or a curve cannot be fitted."""
     if not width.trajectory or len(deep.widths) < 2:
         return None
-    limits = depth_limits(ctx, target_depth)
-    return joint(width.curves, deep.curves, target_width=target_width, target_depth=target_depth,
-                 width_model=width.trajectory["model"], depth_model=limits.trajectory_model,
-                 confidence=max(width.confidence, deep.confidence), n_boot=limits.n_boot,
-                 boot_seed=limits.boot_seed,
-                 window=limits.fit_window, scale=limits.interval_scale,
-                 depth_shared_shape=limits.shared_shape, depth_width=grid_width(ctx),
-                 basin_excess=limits.basin_excess, depth_interpolate=limits.interpolate)
+    return joint_from(ctx.cfg.validation, ctx.cfg.proxy.parametrization, width.curves,
+                      deep.curves, width_model=width.trajectory["model"],
+                      confidence=max(width.confidence, deep.confidence),
+                      target_width=target_width, target_depth=target_depth,
+                      depth_width=grid_width(ctx))
+
+
+def joint_from(v, parametrization: str, width_curves: dict, depth_curves: dict, *,
+               width_model: str, confidence: float, target_width: int, target_depth: int,
+               depth_width: int | None) -> Joint | None:
+    """`transfer.verdict.joint.joint` on the two grids' curves (the `validation` group `v`):
+    each grid's fit as its verdict made it, their shared curve's bootstrap noise drawn once for
+    both, at `confidence` (the stricter of the two verdicts': seed rounds make it stricter),
+    with the width verdict's model and the depth limits' (`depth_limits_from`). What a run
+    emits, and what benchmarks/target_check.py --rejudge re-emits from an archived run."""
+    limits = depth_limits_from(v, target_depth, parametrization)
+    return joint(width_curves, depth_curves, target_width=target_width,
+                 target_depth=target_depth, width_model=width_model,
+                 depth_model=limits.trajectory_model, confidence=confidence,
+                 n_boot=limits.n_boot, boot_seed=limits.boot_seed, window=limits.fit_window,
+                 scale=limits.interval_scale, depth_shared_shape=limits.shared_shape,
+                 depth_width=depth_width, basin_excess=limits.basin_excess,
+                 depth_interpolate=limits.interpolate)
 
 
 def summary(verdict: Verdict | None, alpha: float, width: int | None = None) -> dict | None:

@@ -45,6 +45,7 @@ from transfer.verdict.trajectory import (
     MODEL_FORMS,
     MODELS,
     Estimate,
+    beside,
     emitted_model,
     predict,
     quantiles,
@@ -168,8 +169,7 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
         e = float(depth_part(vd, m))
         d_models[m] = {"form": MODEL_FORMS["depth"][m], "estimate": e,
                        "interval": scaled(e, interval(depth_part(dd, m), confidence))}
-    # Beside an interpolation, the model it stands in for; beside a model, the other one.
-    other = next(m for m in MODELS if m != depth_model) if depth_model in MODELS else fitted
+    other = beside(fitted, depth_model)
     return Joint(
         target_width=int(target_width), target_depth=int(target_depth), estimate=est,
         interval=scaled(est, interval(w_draws + d_draws, confidence)), confidence=confidence,

@@ -36,8 +36,8 @@ import numpy as np
 
 from transfer.verdict.shared_curvature import interval
 
-__all__ = ["INTERPOLATED", "MODELS", "Trajectory", "coefficients", "emitted_model", "model_for",
-           "predict", "prior_offset", "quantiles", "trajectory", "weights"]
+__all__ = ["INTERPOLATED", "MODELS", "Trajectory", "beside", "coefficients", "emitted_model",
+           "model_for", "predict", "prior_offset", "quantiles", "trajectory", "weights"]
 
 CONVERGING, LOG_LINEAR = "converging", "log_linear"
 MODELS = (CONVERGING, LOG_LINEAR)
@@ -89,6 +89,13 @@ def emitted_model(model: str, widths: Sequence[float], at: float, axis: str = "w
             and min(widths) <= at <= max(widths)):
         return INTERPOLATED
     return model
+
+
+def beside(model: str, emitted: str) -> str:
+    """The model reported beside the `emitted` one, whose disagreement with it is measured:
+    beside an interpolation, the parametrization's `model` it stands in for; beside a model,
+    the other one."""
+    return model if emitted == INTERPOLATED else next(m for m in MODELS if m != model)
 
 
 def _interpolation(widths: Sequence[float], at: float) -> np.ndarray:
@@ -213,8 +220,7 @@ def trajectory(widths: Sequence[int], vertices: Sequence[float], draws: np.ndarr
                      "interval": [est - scale * (est - lo), est + scale * (hi - est)]}
         if m in MODELS:
             models[m]["coefficients"] = coefficients(m, widths, v, axis)
-    # Beside an interpolation, the parametrization's model; beside a model, the other one.
-    other = model if emitted == INTERPOLATED else next(m for m in MODELS if m != model)
+    other = beside(model, emitted)
     est = models[emitted]["estimate"]
     return Trajectory(
         widths=[int(w) for w in widths], vertices=[float(x) for x in v],
