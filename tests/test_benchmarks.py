@@ -304,3 +304,100 @@ def test_step_speed_stacked_trains_what_eager_trains(capsys):
                                      "--stack", "2"]) == 0
     row = next(r for r in capsys.readouterr().out.splitlines() if "| stacked |" in r)
     assert abs(float(row.split("|")[5])) < 1e-4
+
+
+def _synthetic_run(run: Path, *, intermediate: bool = True) -> None:
+    """A finished default-budget run folder whose grids are parabolas in log2 lr (vertex −6 at
+    every width and depth, 0.03 nats per octave², seeds 0.005 apart with a little scatter),
+    journalled as the pipeline journals them: width grid 64, 128, 256 and depth grid 2-16
+    layers at width 32, each trial with its losses at 25, 50 and 75 % of its steps."""
+    import numpy as np
+    import optuna
+    from omegaconf import OmegaConf
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    from transfer.core.compose import as_config
+
+    run.mkdir(parents=True)
+    cfg = compose_cfg(["model=3b", "budget=default"])
+    (run / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    rng = np.random.default_rng(0)
+    storage = JournalStorage(JournalFileBackend(str(run / "study.journal")))
+    trials = []
+    for stage, axis, keys, target, grid in (
+            ("validation", "width", (64, 128, 256), 3072, "validation.json"),
+            ("validation-depth", "n_layers", (2, 4, 8, 16), 28, "validation_depth.json")):
+        study = optuna.create_study(study_name=f"{run.name}:{stage}", storage=storage)
+        dist = {"log2_lr": FloatDistribution(-12, 0), axis: CategoricalDistribution(list(keys)),
+                "seed": CategoricalDistribution([0, 1])}
+        curves = {}
+        for k in keys:
+            xs = [-7.5, -6.75, -6.0, -5.25, -4.5]
+            losses = []
+            for x in xs:
+                seeds = []
+                for seed in (0, 1):
+                    final = 2 + 0.03 * (x + 6) ** 2 + 0.005 * seed + rng.normal(0, 0.002)
+                    early = ({i: final + (0.5 - 0.15 * i) * (1 + (x > -5)) for i in range(3)}
+                             if intermediate else {})
+                    study.add_trial(optuna.trial.create_trial(
+                        params={"log2_lr": x, axis: k, "seed": seed}, distributions=dist,
+                        value=final, intermediate_values=early))
+                    trials.append({"stage": stage.replace("-", "_"),
+                                   "number": len(study.trials) - 1, "width": k if axis ==
+                                   "width" else 32, "n_layers": k if axis == "n_layers" else
+                                   None, "seconds": 10.0 * k / keys[0]})
+                    seeds.append(final)
+                losses.append(seeds)
+            curves[str(k)] = {"log2_lr": xs, "loss": [float(np.mean(s)) for s in losses],
+                              "losses": losses}
+        (run / grid).write_text(json.dumps({
+            "curves": curves, "confidence": as_config(cfg).validation.confidence,
+            "tuned_log2_lr": -6.0, "extrapolation": {"target_width": target},
+            "coord_check": {"status": "passed", "passed": True, "max_abs_slope": 0.05}}))
+    import pandas as pd
+    pd.DataFrame(trials).to_csv(run / "trials.csv", index=False)
+
+
+def test_early_stop(tmp_path, capsys):
+    """Stopping replayed on a journalled run: the highest-lr point looks worse at every early
+    evaluation than it ends, so a rule with τ 10 % stops it (never a curve's first point), and
+    the verdict is re-judged without it."""
+    es = bench("early_stop")
+    run = tmp_path / "3b-mup-default-x"
+    _synthetic_run(run)
+    grids = es.grid_trials(run)
+    rows = grids["validation"]
+    assert len(rows) == 3 * 5 * 2 and all(sorted(r["early"]) == [0, 1, 2] for r in rows)
+    first = {min(r["number"] for r in rows if (r["key"], r["seed"]) == g)
+             for g in {(r["key"], r["seed"]) for r in rows}}
+    drop = es.stopped(rows, 1, 0.10)
+    assert drop and not drop & first
+    assert all(next(r for r in rows if r["number"] == t)["x"] > -5 for t in drop)
+    assert es.stopped(rows, 1, 10.0) == set()  # nothing is that far above
+    assert es.prediction(rows, 2)["same_best"] == 1.0
+    assert es.verdict(run, "validation", rows, set()).outcome == "passed"
+    assert es.main(["--summary", str(run)]) == 0
+    out = capsys.readouterr().out
+    # the highest-lr point of each of 6 curves × seeds, half its trial unrun: 10 % of the
+    # grid's seconds; it ends 3.4 % above the lowest, inside the basin: what the rule costs
+    assert "| width | 50% | 10% | 6 / 30 | 6 | 10.0% (10.0%) | 0 / 1 |" in out
+    assert es.main([str(tmp_path)]) == 2  # not a run folder
+
+
+def test_width_sets(tmp_path, capsys):
+    """Each set of widths judged on a run's grids: with the same vertex everywhere, every
+    set's drift is ~0, and the depth grid's base curve stands in as width 32."""
+    ws = bench("width_sets")
+    run = tmp_path / "3b-mup-default-x"
+    _synthetic_run(run, intermediate=False)
+    assert ws.main([str(run)]) == 0
+    rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| 3b-")]
+    assert len(rows) == len(ws.SETS)
+    assert "| own (64, 128, 256) | passed |" in rows[0]
+    assert "(32, 64, 128)" in rows[1] and "(32, 64, 128, 256)" in rows[2]
+    assert all(abs(float(r.split("|")[4].split()[0])) < 0.3 for r in rows)
+    (run / "validation_depth.json").unlink()
+    assert ws.main([str(run)]) == 2
