@@ -177,6 +177,8 @@ DESIGNS = {
                            spread_basins=4.0, max_step=1.5),
     "spread-basin-3-seeds": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
                                  spread_basins=3.0, max_step=1.5),
+    "spread-basin-4-seeds": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
+                                 spread_basins=4.0, max_step=1.5),
 }
 
 

@@ -245,13 +245,14 @@ FAMILIES = {
 
 
 def coverage(families, noise: Noise, design: dict, budget: str, model: str, draws: int,
-             seed: int, limits_changes: dict | None = None) -> list[dict]:
+             seed: int, limits_changes: dict | None = None,
+             overrides: tuple[str, ...] = ()) -> list[dict]:
     """Per family: how often the emitted interval at the target covers the true optimum
     there, its mean width, the estimate's mean error (bias) and rms error, and the verdicts."""
     rows = []
     for name in families:
         truth, asym, flat, param = FAMILIES[name]
-        _, limits = design_of(budget, model, param)
+        _, limits = design_of(budget, model, param, overrides)
         limits = replace(limits, **(limits_changes or {}))
         rng = np.random.default_rng(seed)
         nz = replace(noise, asymmetry=asym, flat=flat)
@@ -289,14 +290,15 @@ def print_coverage(rows: list[dict]) -> None:
               f"{r['early_rejected']:.1%} |")
 
 
-def design_of(budget: str, model: str = "3b", parametrization: str = "mup"
-              ) -> tuple[dict, Limits]:
+def design_of(budget: str, model: str = "3b", parametrization: str = "mup",
+              overrides: tuple[str, ...] = ()) -> tuple[dict, Limits]:
     """The budget's grid (every width, points, step, seeds, extension) and the verdict's
-    limits, with the target width of `model` the trajectory is extrapolated to."""
+    limits, with the target width of `model` the trajectory is extrapolated to; `overrides`:
+    command-line overrides on top (a design measured before it is the default)."""
     from transfer.core.compose import compose
     from transfer.core.config import grid_widths
 
-    cfg = compose([f"budget={budget}", f"model={model}"])
+    cfg = compose([f"budget={budget}", f"model={model}", *overrides])
     v, p = cfg.validation, cfg.proxy
     design = {"widths": tuple(grid_widths(p)), "points": v.points,
               "extend_each": True,  # the pipeline's extension: only the width that needs it
@@ -313,6 +315,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budget", default="default")
     ap.add_argument("--model", default="3b", help="the target whose width the trajectory reaches")
+    ap.add_argument("--override", nargs="+", default=[], metavar="KEY=VALUE",
+                    help="config overrides on the budget, e.g. validation.spread_basins=4 "
+                         "validation.max_step_log2=1.5")
     ap.add_argument("--truths", nargs="+", default=list(TRUTHS), choices=TRUTHS)
     ap.add_argument("--draws", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
@@ -355,7 +360,7 @@ def main(argv=None) -> None:
                     help="the weighted fit's threshold (Limits.basin_excess; default: the "
                          "verdict's own, 0.06 since 216c39a)")
     args = ap.parse_args(argv)
-    design, limits = design_of(args.budget, args.model)
+    design, limits = design_of(args.budget, args.model, overrides=tuple(args.override))
     # the verdict's own weighting (Limits.basin_excess) unless one is named
     basin = {} if args.basin_excess is None else {"basin_excess": args.basin_excess}
     limits = replace(limits, **basin)
@@ -369,8 +374,9 @@ def main(argv=None) -> None:
         rows = []
         for sigma in args.sigmas:
             rows += coverage(args.families, Noise(point_std=sigma, past_ratio=args.past_ratio),
-                             design, args.budget, args.model, args.draws, args.seed, basin)
-        print(f"budget={args.budget}: widths {design['widths']}, target width "
+                             design, args.budget, args.model, args.draws, args.seed, basin,
+                             tuple(args.override))
+        print(f"budget={args.budget}{''.join(' ' + o for o in args.override)}: widths {design['widths']}, target width "
               f"{limits.target_width}, {args.draws} draws per row")
         print_coverage(rows)
         if args.json:

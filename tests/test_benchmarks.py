@@ -42,6 +42,15 @@ def test_validator_power(capsys):
     assert "interval covers the target's optimum" in out
 
 
+def test_validator_power_overrides_the_budget():
+    """A design measured before it is the default: `--override` reaches the grid's plan."""
+    vp = bench("validator_power")
+    plain, _ = vp.design_of("default", "3b")
+    spread, _ = vp.design_of("default", "3b", overrides=("validation.spread_basins=4",
+                                                         "validation.max_step_log2=1.5"))
+    assert not plain["plan"].spreads and spread["plan"].spreads
+
+
 def test_eta_calibration(tmp_path, capsys):
     from transfer.archive.store import Archive
 

@@ -263,9 +263,29 @@ def test_a_spread_curve_is_laid_out_extended_and_priced_at_its_own_step():
 
 
 def test_a_spread_without_its_cap_is_refused():
-    cfg = as_config(compose(["model=tiny", "budget=smoke", "validation.spread_basins=3"]))
-    with pytest.raises(UserError, match="validation.max_step_log2"):
+    for field in ("spread_basins", "depth_spread_basins"):
+        cfg = as_config(compose(["model=tiny", "budget=smoke", f"validation.{field}=3"]))
+        with pytest.raises(UserError, match=f"validation.max_step_log2 must be > 0 with "
+                                            f"validation.{field}"):
+            check_config(cfg)
+    cfg = as_config(compose(["model=tiny", "budget=smoke", "validation.depth_spread_basins=0",
+                             "validation.max_step_log2=1.5"]))
+    with pytest.raises(UserError, match="validation.depth_spread_basins must be > 0"):
         check_config(cfg)
+
+
+def test_each_grid_spreads_by_its_own_setting():
+    """`spread_basins` spreads the width grid, `depth_spread_basins` the depth grid: the
+    default budget spreads the depth grid only (benchmarks/RESULTS.md)."""
+    v = _v(spread_basins=None, depth_spread_basins=4.0, max_step_log2=1.5)
+    assert grid_plan(v, [2, 4, 8], seeds=3, axis="depth").spreads
+    assert not grid_plan(v, [32, 64, 128], seeds=2).spreads
+    v = _v(spread_basins=3.0, depth_spread_basins=None, max_step_log2=1.5)
+    assert grid_plan(v, [32, 64, 128], seeds=2).spreads
+    assert not grid_plan(v, [2, 4, 8], seeds=3, axis="depth").spreads
+    default = as_config(compose(["model=3b", "budget=default"])).validation
+    assert grid_plan(default, [2, 4, 8, 16], 3, 2, axis="depth").spreads
+    assert not grid_plan(default, [64, 128, 256], 2).spreads
 
 
 def _early_ctx(early_reject: bool = True):

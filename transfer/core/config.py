@@ -213,7 +213,9 @@ class ValidationConf:
     # With focus: a later curve's points span `spread_basins` of the curve before's lr basin
     # (octaves within 1 % of its best loss), `wide_step_log2` apart at least and
     # `max_step_log2` at most: a flat family's points spread with its basin (None: off).
+    # `spread_basins` spreads the width grid, `depth_spread_basins` the depth grid.
     spread_basins: float | None = None
+    depth_spread_basins: float | None = None
     max_step_log2: float | None = None
     # With focus: before the width grid lays out a wider curve, the curves it has are judged
     # at an extra look (1 − α/2: `rounds.look_confidence` at look 2); a rejection there stops
@@ -533,12 +535,14 @@ def check_config(cfg: Config) -> None:
     if v.early_reject and not v.focus:
         _fail("validation.early_reject needs validation.focus=true (the early look comes before "
               "a focused grid lays out its next width); set both, or early_reject=false")
-    if v.spread_basins is not None and not v.spread_basins > 0:
-        _fail(f"validation.spread_basins must be > 0 (basins a later curve's points span), or "
-              f"null: off; got {v.spread_basins}")
-    if v.spread_basins is not None and not (v.max_step_log2 or 0) > 0:
-        _fail(f"validation.max_step_log2 must be > 0 with validation.spread_basins (the widest "
-              f"a spread curve's step grows); got {v.max_step_log2}")
+    for name in ("spread_basins", "depth_spread_basins"):
+        value = getattr(v, name)
+        if value is not None and not value > 0:
+            _fail(f"validation.{name} must be > 0 (basins a later curve's points span), or "
+                  f"null: off; got {value}")
+        if value is not None and not (v.max_step_log2 or 0) > 0:
+            _fail(f"validation.max_step_log2 must be > 0 with validation.{name} (the widest a "
+                  f"spread curve's step grows); got {v.max_step_log2}")
     if v.depth_later_seeds is not None and v.depth_later_seeds < 2:
         _fail(f"validation.depth_later_seeds must be >= 2 (the verdict needs seeds to measure "
               f"its noise), or null: validation.depth_seeds; got {v.depth_later_seeds}")

@@ -105,11 +105,14 @@ class GridPlan:
         return max(c.seeds for c in self.curves)
 
 
-def grid_plan(v, keys: Sequence[int], seeds: int, later_seeds: int | None = None) -> GridPlan:
+def grid_plan(v, keys: Sequence[int], seeds: int, later_seeds: int | None = None, *,
+              axis: str = "width") -> GridPlan:
     """The plan of a grid over `keys` (cheapest first) from the `validation` group `v`: the
     first curve `v.points` points `v.step_log2` apart at `seeds` seeds; with `v.focus`, each
-    later one `v.wide_points` × `v.wide_step_log2` (None: the first's), and `later_seeds`
-    seeds on the later half of the curves (None: `seeds`)."""
+    later one `v.wide_points` × `v.wide_step_log2` (None: the first's), `later_seeds` seeds on
+    the later half of the curves (None: `seeds`), and its points spread with the basin before
+    it by the `axis` grid's own setting (`v.spread_basins` for the width grid,
+    `v.depth_spread_basins` for the depth grid)."""
     keys = tuple(keys)
     first = CurvePlan(int(v.points), float(v.step_log2), int(seeds))
     focus = bool(getattr(v, "focus", False))
@@ -123,7 +126,8 @@ def grid_plan(v, keys: Sequence[int], seeds: int, later_seeds: int | None = None
         n = int(later_seeds) if later_seeds and focus and i >= len(keys) / 2 else int(seeds)
         curves.append(CurvePlan(int(wide_points or first.points),
                                 float(wide_step or first.step), n))
-    spread = getattr(v, "spread_basins", None) if focus else None
+    field = "depth_spread_basins" if axis == "depth" else "spread_basins"
+    spread = getattr(v, field, None) if focus else None
     return GridPlan(keys=keys, curves=tuple(curves), focus=focus,
                     max_extend=int(v.max_extend), spread_basins=spread and float(spread),
                     max_step=float(getattr(v, "max_step_log2", None) or 0.0) or None)
