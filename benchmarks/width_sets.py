@@ -81,6 +81,9 @@ def rows_for(run: Path, held: list[dict]) -> list[str]:
         for h in held:
             s = h["shape"]
             e = emit(int(s["d_model"]), int(s["n_layers"]))
+            if e is None:
+                held_cells.append(f"{s['d_model']}×{s['n_layers']} none")
+                continue
             truth = h["target_optimum_log2"]
             inside = e.interval[0] <= truth <= e.interval[1]
             held_cells.append(f"{s['d_model']}×{s['n_layers']} {e.estimate - truth:+.2f}"
