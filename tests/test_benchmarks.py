@@ -327,11 +327,19 @@ def _synthetic_run(run: Path, *, intermediate: bool = True) -> None:
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
+    from transfer.archive.files import dumps
     from transfer.core.compose import as_config
+    from transfer.verdict.depth import depth_limits_from
+    from transfer.verdict.judge import judge
+    from transfer.verdict.width import limits_from
 
     run.mkdir(parents=True)
     cfg = compose_cfg(["model=3b", "budget=default"])
-    (run / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    saved = OmegaConf.to_container(cfg)
+    for newer in ("depth_interpolate", "depth_spread_basins"):  # archived before these existed
+        del saved["validation"][newer]
+    (run / "config.yaml").write_text(OmegaConf.to_yaml(saved))
+    v = as_config(cfg).validation
     rng = np.random.default_rng(0)
     storage = JournalStorage(JournalFileBackend(str(run / "study.journal")))
     trials = []
@@ -362,10 +370,12 @@ def _synthetic_run(run: Path, *, intermediate: bool = True) -> None:
                 losses.append(seeds)
             curves[str(k)] = {"log2_lr": xs, "loss": [float(np.mean(s)) for s in losses],
                               "losses": losses}
-        (run / grid).write_text(json.dumps({
-            "curves": curves, "confidence": as_config(cfg).validation.confidence,
-            "tuned_log2_lr": -6.0, "extrapolation": {"target_width": target},
-            "coord_check": {"status": "passed", "passed": True, "max_abs_slope": 0.05}}))
+        limits = (limits_from(v, target_width=target) if axis == "width"
+                  else depth_limits_from(v, target))
+        verdict = judge({k: [(x, ls) for x, ls in zip(c["log2_lr"], c["losses"])]
+                         for k, c in ((int(k), c) for k, c in curves.items())}, None, -6.0,
+                        limits, {"status": "passed", "passed": True, "max_abs_slope": 0.05})
+        (run / grid).write_text(dumps(verdict.to_dict()))  # as the run writes it
     import pandas as pd
     pd.DataFrame(trials).to_csv(run / "trials.csv", index=False)
 
@@ -394,6 +404,20 @@ def test_early_stop(tmp_path, capsys):
     # grid's seconds; it ends 3.4 % above the lowest, inside the basin: what the rule costs
     assert "| width | 50% | 10% | 6 / 30 | 6 | 10.0% (10.0%) | 0 / 1 |" in out
     assert es.main([str(tmp_path)]) == 2  # not a run folder
+
+
+def test_design_replay_on_a_depth_grid_archived_before_its_newer_fields(tmp_path):
+    """`--axis depth` on a run whose config.yaml predates `validation.depth_interpolate`: the
+    missing fields run as their defaults, as the run did."""
+    run = tmp_path / "3b-mup-default-x"
+    _synthetic_run(run, intermediate=False)
+    out = tmp_path / "replay.json"
+    bench("design_replay").main(["--axis", "depth", "--runs", str(run), "--draws", "2",
+                                 "--designs", "spread-5-seeds", "spread-basin-4-seeds",
+                                 "--out", str(out)])
+    rows = json.loads(out.read_text())
+    assert [r["design"] for r in rows] == ["spread-5-seeds", "spread-basin-4-seeds"]
+    assert all(r["seconds"] > 0 and 0 <= r["coverage"] <= 1 for r in rows)
 
 
 def test_width_sets(tmp_path, capsys):
