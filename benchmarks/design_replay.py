@@ -43,7 +43,6 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -239,15 +238,12 @@ def limits_for(run: Path, truth: Truth) -> Limits:
     """The run's own verdict limits (its config.yaml's validation group, read as the pipeline
     reads it: `width.limits_from`, or `depth.depth_limits_from` on the depth grid) and its
     target width or depth."""
-    from dataclasses import asdict
-
-    from transfer.core.config import ValidationConf
+    from transfer.core.config import archived_validation
     from transfer.verdict.depth import depth_limits_from
     from transfer.verdict.width import limits_from
 
     cfg = yaml.safe_load((run / "config.yaml").read_text())
-    # a run archived before a field existed ran as its default
-    val = SimpleNamespace(**{**asdict(ValidationConf()), **cfg["validation"]})
+    val = archived_validation(cfg["validation"])
     param = cfg.get("proxy", {}).get("parametrization", "mup")
     if truth.axis == "depth":
         return depth_limits_from(val, truth.target_width, param)

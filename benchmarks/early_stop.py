@@ -35,13 +35,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import optuna  # noqa: E402
 import pandas as pd  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
+import yaml  # noqa: E402
 from optuna.storages import JournalStorage  # noqa: E402
 from optuna.storages.journal import JournalFileBackend  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
 
+from transfer.core.config import archived_validation  # noqa: E402
 from transfer.verdict.depth import depth_limits_from  # noqa: E402
 from transfer.verdict.judge import judge  # noqa: E402
+from transfer.verdict.rounds import look_of  # noqa: E402
 from transfer.verdict.shared_curvature import BASIN_EXCESS  # noqa: E402
 from transfer.verdict.width import limits_from  # noqa: E402
 
@@ -129,18 +131,25 @@ def curves(rows: list[dict], drop: set[int]) -> dict:
             for key, xs in by.items()}
 
 
-def verdict(run: Path, grid: str, rows: list[dict], drop: set[int]):
-    cfg = OmegaConf.load(run / "config.yaml")
-    v = OmegaConf.merge({"depth_interpolate": False, "depth_ratio": 2}, cfg.validation)
+def setting(run: Path, grid: str) -> tuple:
+    """What `grid`'s verdict was judged with, read once from the run folder: its limits (the
+    run's validation group, at the look its saved verdict was taken at), the stages' pick and
+    the coordinate check."""
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    v = archived_validation(cfg["validation"])
     saved = json.loads((run / GRIDS[grid][1]).read_text())
     target = (saved.get("extrapolation") or {}).get("target_width")
-    par = cfg.proxy.parametrization
-    looks = next((n for n in range(1, 9)
-                  if abs(1 - (1 - v.confidence) / n - saved["confidence"]) < 1e-9), 1)
+    par = cfg["proxy"]["parametrization"]
+    looks = look_of(v.confidence, saved["confidence"])
     limits = (limits_from(v, target_width=target, parametrization=par, looks=looks)
               if grid == "validation" else depth_limits_from(v, target, par, looks))
-    return judge(curves(rows, drop), None, float(saved["tuned_log2_lr"]), limits,
-                 saved.get("coord_check"))
+    return limits, float(saved["tuned_log2_lr"]), saved.get("coord_check")
+
+
+def verdict(judged: tuple, rows: list[dict], drop: set[int]):
+    """The grid re-judged (`setting`'s limits) with the `drop`ped trials' points missing."""
+    limits, tuned, coord = judged
+    return judge(curves(rows, drop), None, tuned, limits, coord)
 
 
 def describe(v) -> str:
@@ -172,7 +181,13 @@ def main(argv: list[str] | None = None) -> int:
             evals = sorted({k for r in rows for k in r["early"]})
             n = len(evals) + 1  # the last evaluation is the final value, not reported
             total = sum(r["seconds"] for r in rows)
-            base = verdict(run, grid, rows, set())
+            by_number = {r["number"]: r for r in rows}
+            # a trial ends inside the basin: under BASIN_EXCESS above its curve and seed's best
+            in_basin = {q["number"] for pts in groups(rows).values()
+                        for q in pts if q["final"] < min(p["final"] for p in pts)
+                        * (1 + BASIN_EXCESS)}
+            judged = setting(run, grid)
+            base = verdict(judged, rows, set())
             for k in evals:
                 p = prediction(rows, k)
                 pred.append(f"| {run.name} | {GRIDS[grid][0]} | {(k + 1) / n:.0%} | "
@@ -180,14 +195,9 @@ def main(argv: list[str] | None = None) -> int:
                             f"{p['excess_move_rms']:.2f} | {p['curves']} |")
                 for tau in args.taus:
                     drop = stopped(rows, k, tau)
-                    final = {r["number"]: r for r in rows}
-                    saved_s = sum(final[t]["seconds"] * (1 - (k + 1) / n) for t in drop)
-                    inside = 0
-                    for pts in groups(rows).values():
-                        best = min(q["final"] for q in pts)
-                        inside += sum(1 for q in pts if q["number"] in drop
-                                      and q["final"] < best * (1 + BASIN_EXCESS))
-                    v = verdict(run, grid, rows, drop)
+                    saved_s = sum(by_number[t]["seconds"] * (1 - (k + 1) / n) for t in drop)
+                    inside = len(drop & in_basin)
+                    v = verdict(judged, rows, drop)
                     a = agg.setdefault((GRIDS[grid][0], (k + 1) / n, tau),
                                        {"stopped": 0, "trials": 0, "inside": 0, "saved": [],
                                         "changed": 0, "runs": 0})

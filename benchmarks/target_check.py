@@ -345,17 +345,17 @@ def rejudged_emission(run_dir: Path, shape: dict, interpolate: bool = False) -> 
     this checkout's code: the joint width × depth estimate as the run makes it
     (`transfer.verdict.depth.joint_from`: each verdict's curves, confidence and model), nothing
     trained. What a re-run of the same trials would emit for that target."""
-    from omegaconf import OmegaConf
+    import yaml
 
+    from transfer.core.config import archived_validation
     from transfer.verdict.depth import joint_from
 
-    cfg = OmegaConf.load(run_dir / "config.yaml")
+    cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
     width = json.loads((run_dir / "validation.json").read_text())
     deep = json.loads((run_dir / "validation_depth.json").read_text())
-    # a run archived before a field existed ran as its default
-    v = OmegaConf.merge({"depth_interpolate": False, "depth_ratio": 2}, cfg.validation)
+    v = archived_validation(cfg["validation"])
     v.depth_interpolate = bool(interpolate or v.depth_interpolate)
-    j = joint_from(v, cfg.proxy.parametrization,
+    j = joint_from(v, cfg["proxy"]["parametrization"],
                    {int(k): c for k, c in width["curves"].items()},
                    {int(k): c for k, c in deep["curves"].items()},
                    width_model=width["trajectory"]["model"],

@@ -22,10 +22,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
+import yaml  # noqa: E402
 
+from transfer.core.config import archived_validation  # noqa: E402
 from transfer.verdict.depth import joint_from  # noqa: E402
 from transfer.verdict.judge import judge  # noqa: E402
+from transfer.verdict.rounds import look_of  # noqa: E402
 from transfer.verdict.width import limits_from  # noqa: E402
 
 SETS = ("own", "base-32 for widest", "base-32 added", "base-32 + first", "first two")
@@ -41,8 +43,8 @@ def curve_sets(wc: dict, base: dict) -> dict:
 
 
 def rows_for(run: Path, held: list[dict]) -> list[str]:
-    cfg = OmegaConf.load(run / "config.yaml")
-    v = OmegaConf.merge({"depth_interpolate": False, "depth_ratio": 2}, cfg.validation)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    v = archived_validation(cfg["validation"])
     if int(v.depth_width) != 32:
         return [f"| {run.name} | depth grid at width {v.depth_width}, not 32 | | | |"]
     width = json.loads((run / "validation.json").read_text())
@@ -51,9 +53,8 @@ def rows_for(run: Path, held: list[dict]) -> list[str]:
     dc = {int(k): c for k, c in deep["curves"].items()}
     tw = int(width["extrapolation"]["target_width"])
     td = int(deep["extrapolation"]["target_width"])
-    par = cfg.proxy.parametrization
-    looks = next((n for n in range(1, 9)
-                  if abs(1 - (1 - v.confidence) / n - width["confidence"]) < 1e-9), 1)
+    par = cfg["proxy"]["parametrization"]
+    looks = look_of(v.confidence, width["confidence"])
     trials = pd.read_csv(run / "trials.csv")
     price = trials[trials["stage"] == "validation"].groupby("width")["seconds"].sum().to_dict()
     depth_t = trials[trials["stage"] == "validation_depth"]

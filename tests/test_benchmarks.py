@@ -397,7 +397,7 @@ def test_early_stop(tmp_path, capsys):
     assert all(next(r for r in rows if r["number"] == t)["x"] > -5 for t in drop)
     assert es.stopped(rows, 1, 10.0) == set()  # nothing is that far above
     assert es.prediction(rows, 2)["same_best"] == 1.0
-    assert es.verdict(run, "validation", rows, set()).outcome == "passed"
+    assert es.verdict(es.setting(run, "validation"), rows, set()).outcome == "passed"
     assert es.main(["--summary", str(run)]) == 0
     out = capsys.readouterr().out
     # the highest-lr point of each of 6 curves × seeds, half its trial unrun: 10 % of the

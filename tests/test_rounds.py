@@ -19,7 +19,7 @@ from transfer.search.progress import makespan
 from transfer.verdict import width
 from transfer.verdict.curves import grid
 from transfer.verdict.judge import INCONCLUSIVE, PASSED, Limits, judge
-from transfer.verdict.rounds import look_confidence, plan_round
+from transfer.verdict.rounds import look_confidence, look_of, plan_round
 from transfer.verdict.width import judge_study, looks_taken
 
 COORD_OK = {"passed": True, "max_abs_slope": 0.1}
@@ -49,6 +49,9 @@ def test_each_later_look_is_judged_at_a_stricter_confidence():
     assert look_confidence(0.9, 1) == pytest.approx(0.9)
     assert look_confidence(0.9, 2) == pytest.approx(0.95)
     assert look_confidence(0.9, 3) == pytest.approx(1 - 0.1 / 3)
+    # an archived verdict's look, read back from the confidence it was judged at
+    assert [look_of(0.9, look_confidence(0.9, n)) for n in (1, 2, 3)] == [1, 2, 3]
+    assert look_of(0.9, 0.5) == 1  # no look matches
 
 
 def straddling(rng_seed: int = 10) -> tuple[Grid, object]:

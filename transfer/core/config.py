@@ -442,6 +442,17 @@ def check_model(m: ModelConf) -> None:
         _fail(f"model.train_tokens must be > 0, got {m.train_tokens}")
 
 
+def archived_validation(saved: Mapping[str, Any]):
+    """An archived run's `validation` group (its config.yaml's, a plain mapping) with the
+    schema's default for every field it predates (the run ran as that default), as attributes:
+    what the verdict's `limits_from` and `depth_limits_from` read when an archived run is
+    re-judged."""
+    from dataclasses import asdict
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**{**asdict(ValidationConf()), **dict(saved)})
+
+
 def check_config(cfg: Config) -> None:
     """Everything a user can get wrong that a type cannot catch, one field per message."""
     c = cfg

@@ -35,7 +35,7 @@ from statistics import NormalDist
 from transfer.verdict.judge import Verdict
 from transfer.verdict.trajectory import weights as trajectory_weights
 
-__all__ = ["MAX_MULTIPLE", "look_confidence", "plan_round"]
+__all__ = ["MAX_MULTIPLE", "look_confidence", "look_of", "plan_round"]
 
 MAX_MULTIPLE = 4  # a round adds at most this many times validation.seeds at a width
 
@@ -43,6 +43,13 @@ MAX_MULTIPLE = 4  # a round adds at most this many times validation.seeds at a w
 def look_confidence(confidence: float, looks: int) -> float:
     """The confidence the `looks`-th look (1-based) is judged at: 1 − α/looks."""
     return 1.0 - (1.0 - confidence) / max(1, int(looks))
+
+
+def look_of(confidence: float, judged_at: float, most: int = 8) -> int:
+    """The look (1-based) a verdict judged at `judged_at` was (`look_confidence`'s inverse,
+    for an archived verdict); 1 where none up to `most` matches."""
+    return next((n for n in range(1, most + 1)
+                 if abs(look_confidence(confidence, n) - judged_at) < 1e-9), 1)
 
 
 def _z(confidence: float) -> float:
