@@ -31,6 +31,9 @@ pipeline does, `validation.max_extend` steps at most):
   spread-all-2x-first  spread-all-seeds with twice the seeds on the first curve
   spread-basin-N  spread-5, each later curve's 5 points spanning N of the curve before's lr
                basins (0.75-1.5 octaves apart; `plan.spread_step`); -seeds: spread-5-seeds'
+  spread-basin-4-first-0.75  spread-basin-4-seeds, the first curve's points 0.75 octave apart
+  spread-basin-4-first-2x    spread-basin-4-seeds, twice the seeds on the first curve
+  spread-basin-4-first-0.75-2x  both
 
     python benchmarks/design_replay.py --runs /tmp/cmpdef/sweeps/3b-mup-default-* --draws 200
     python benchmarks/design_replay.py --axis depth --runs /tmp/cmpdef/sweeps/*-default-*
@@ -178,6 +181,16 @@ DESIGNS = {
                                  spread_basins=3.0, max_step=1.5),
     "spread-basin-4-seeds": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
                                  spread_basins=4.0, max_step=1.5),
+    # the default since f789016 on the depth grid (spread-basin-4-seeds), its first curve,
+    # the cheapest, spread too (its 6 points 0.75 octave apart: 3.75 octaves) or at twice
+    # its seeds: the 2-layer curve is what held Qwen2.5's depth verdict at f789016 (S/N 2.1)
+    "spread-basin-4-first-0.75": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
+                                      spread_basins=4.0, max_step=1.5, first_step=0.75),
+    "spread-basin-4-first-2x": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
+                                    spread_basins=4.0, max_step=1.5, first_seeds=2),
+    "spread-basin-4-first-0.75-2x": dict(focus=True, wide_points=5, wide_step=0.75,
+                                         seeds="half", spread_basins=4.0, max_step=1.5,
+                                         first_step=0.75, first_seeds=2),
 }
 
 

@@ -213,6 +213,34 @@ def test_a_focused_depth_grid_goes_shallow_to_deep_with_fewer_seeds_on_its_deepe
     assert extend(ctx, axis, study, None, -7.0) == []
 
 
+def test_the_shallowest_depth_curve_gets_its_own_seeds():
+    """`validation.depth_first_seeds`: the depth grid's first curve (the cheapest) at its own
+    seeds, queued at all of them even where the axis has no seed rounds; the later curves as
+    before. The default budget gives it twice the grid's (benchmarks/RESULTS.md)."""
+    from transfer.verdict.axis_grid import Axis, queue
+
+    ctx = _ctx()
+    plan = grid_plan(ctx.cfg.validation, (2, 4, 8), seeds=3, later_seeds=2, first_seeds=6,
+                     axis="depth")
+    assert [c.seeds for c in plan.curves] == [6, 3, 2] and plan.max_seeds == 6
+    unfocused = grid_plan(_v(focus=False), (2, 4, 8), seeds=3, first_seeds=6, axis="depth")
+    assert {c.seeds for c in unfocused.curves} == {3}  # a design of the focused grid only
+    axis = Axis(stage="validation_depth", study="validation-depth", param="n_layers",
+                values=(2, 4, 8), copied=None, contexts={}, width=32, seeds=3, plan=plan)
+    assert axis.max_seeds == 6
+    study = optuna.create_study()
+    queue(ctx, axis, study, None, plan[2].xs(-7.0), -7.0, (2,))
+    assert _waiting(study, "n_layers") == [(2, s, x) for s in range(6) for x in (-8.0, -7.0,
+                                                                                  -6.0)]
+    default = as_config(compose(["model=3b", "budget=default"])).validation
+    depth = grid_plan(default, [2, 4, 8, 16], 3, default.depth_later_seeds,
+                      first_seeds=default.depth_first_seeds, axis="depth")
+    assert [c.seeds for c in depth.curves] == [6, 3, 2, 2]
+    cfg = as_config(compose(["model=tiny", "budget=smoke", "validation.depth_first_seeds=1"]))
+    with pytest.raises(UserError, match="validation.depth_first_seeds must be >= 2"):
+        check_config(cfg)
+
+
 def test_a_flat_curve_spreads_the_next_ones_points_with_its_basin():
     """`validation.spread_basins`: the next curve's points span that many of the curve
     before's basins (octaves within 1 % of its best loss), at least the planned step and at

@@ -205,11 +205,13 @@ class ValidationConf:
     # each curve after a grid's first (wider, deeper) is laid out once the one before it is
     # whole and bracketed, centred on its best point; the later curves get `wide_points`
     # points `wide_step_log2` apart (None: points, step_log2), and on the depth grid the later
-    # half of the depths `depth_later_seeds` seeds (None: depth_seeds).
+    # half of the depths `depth_later_seeds` seeds (None: depth_seeds) and its first (the
+    # shallowest, the cheapest) `depth_first_seeds` (None: depth_seeds).
     focus: bool = False
     wide_points: int | None = None
     wide_step_log2: float | None = None
     depth_later_seeds: int | None = None
+    depth_first_seeds: int | None = None
     # With focus: a later curve's points span `spread_basins` of the curve before's lr basin
     # (octaves within 1 % of its best loss), `wide_step_log2` apart at least and
     # `max_step_log2` at most: a flat family's points spread with its basin (None: off).
@@ -554,9 +556,11 @@ def check_config(cfg: Config) -> None:
         if value is not None and not (v.max_step_log2 or 0) > 0:
             _fail(f"validation.max_step_log2 must be > 0 with validation.{name} (the widest a "
                   f"spread curve's step grows); got {v.max_step_log2}")
-    if v.depth_later_seeds is not None and v.depth_later_seeds < 2:
-        _fail(f"validation.depth_later_seeds must be >= 2 (the verdict needs seeds to measure "
-              f"its noise), or null: validation.depth_seeds; got {v.depth_later_seeds}")
+    for name in ("depth_later_seeds", "depth_first_seeds"):
+        value = getattr(v, name)
+        if value is not None and value < 2:
+            _fail(f"validation.{name} must be >= 2 (the verdict needs seeds to measure its "
+                  f"noise), or null: validation.depth_seeds; got {value}")
     if v.seeds < 1:
         _fail(f"validation.seeds must be >= 1, got {v.seeds}")
     if v.coord_seeds < 1:

@@ -65,8 +65,10 @@ class Axis:
     @property
     def max_seeds(self) -> int:
         """The most seeds a curve can reach: its own, and each round's at most (one seed at a
-        time, up to `MAX_MULTIPLE` × `seeds` a round, `validation.max_rounds` rounds)."""
-        return self.seeds * (1 + MAX_MULTIPLE * self.rounds) if self.limits else self.seeds
+        time, up to `MAX_MULTIPLE` × `seeds` a round, `validation.max_rounds` rounds), and
+        at least the most its plan gives a curve."""
+        most = self.seeds * (1 + MAX_MULTIPLE * self.rounds) if self.limits else self.seeds
+        return max(most, self.plan.max_seeds if self.plan is not None else 0)
 
 
 def plan_of(ctx: Context, axis: Axis) -> GridPlan:

@@ -85,10 +85,12 @@ def grid_seeds(ctx: Context) -> int:
 
 def depth_plan(ctx: Context) -> GridPlan:
     """The depth grid's plan (`transfer.verdict.plan`): its depths, shallowest first, at
-    `grid_seeds`; with `validation.focus`, the deeper half at `validation.depth_later_seeds`
-    and each deeper curve spread with the basin before it by `validation.depth_spread_basins`."""
-    return grid_plan(ctx.cfg.validation, depths(ctx), grid_seeds(ctx),
-                     ctx.cfg.validation.depth_later_seeds, axis="depth")
+    `grid_seeds`; with `validation.focus`, the deeper half at `validation.depth_later_seeds`,
+    the shallowest at `validation.depth_first_seeds`, and each deeper curve spread with the
+    basin before it by `validation.depth_spread_basins`."""
+    v = ctx.cfg.validation
+    return grid_plan(v, depths(ctx), grid_seeds(ctx), v.depth_later_seeds,
+                     first_seeds=v.depth_first_seeds, axis="depth")
 
 
 def at_depth(ctx: Context, n_layers: int) -> Context:

@@ -106,16 +106,18 @@ class GridPlan:
 
 
 def grid_plan(v, keys: Sequence[int], seeds: int, later_seeds: int | None = None, *,
-              axis: str = "width") -> GridPlan:
+              first_seeds: int | None = None, axis: str = "width") -> GridPlan:
     """The plan of a grid over `keys` (cheapest first) from the `validation` group `v`: the
     first curve `v.points` points `v.step_log2` apart at `seeds` seeds; with `v.focus`, each
     later one `v.wide_points` × `v.wide_step_log2` (None: the first's), `later_seeds` seeds on
     the later half of the curves (None: `seeds`), and its points spread with the basin before
     it by the `axis` grid's own setting (`v.spread_basins` for the width grid,
-    `v.depth_spread_basins` for the depth grid)."""
+    `v.depth_spread_basins` for the depth grid); and the first curve, the cheapest,
+    `first_seeds` seeds (None: `seeds`)."""
     keys = tuple(keys)
-    first = CurvePlan(int(v.points), float(v.step_log2), int(seeds))
     focus = bool(getattr(v, "focus", False))
+    first = CurvePlan(int(v.points), float(v.step_log2),
+                      int(first_seeds) if first_seeds and focus else int(seeds))
     wide_points = getattr(v, "wide_points", None) if focus else None
     wide_step = getattr(v, "wide_step_log2", None) if focus else None
     curves = []
