@@ -133,6 +133,13 @@ def test_archived_config_is_data_not_code(archived):
     # same fingerprint as the archived run → reuse reads that run; nothing in it may execute
     assert sweep(_cfg(root, "name=again")) in (3, 4)
     assert not marker.exists()
+    # the copy is on record, so that the ETA's history does not read its wall as a run's
+    row = json.loads((root / "again" / "run.json").read_text())
+    src = row["reused_from"]["run"]  # the latest archived run with this fingerprint
+    runs = Archive(root).runs().set_index("name")
+    assert src != "again" and runs.loc[src, "fingerprint"] == row["fingerprint"]
+    assert row["reused_from"]["forced"] is False and row["reused_from"]["changed"] == []
+    assert row["reused_from"]["trials"] > 0
 
 
 def test_a_code_change_is_never_reused_silently(archived, trainings, monkeypatch, capsys):

@@ -73,8 +73,8 @@ def _candidates(plan: Plan, *, force: bool) -> tuple[dict | None, str | None]:
 
 def reuse_archived(plan: Plan, run_dir: Path, *, force: bool = False) -> str | None:
     """Copy an archived run's trials into the new run's journal at `run_dir` when its
-    fingerprint (config and code) is this run's — or, with `force`, its config only (recorded
-    in run.json: `reused_from`). Returns the line to print, or None when there is nothing to
+    fingerprint (config and code) is this run's — or, with `force`, its config only; either is
+    recorded in run.json (`reused_from`). Returns the line to print, or None when there is nothing to
     reuse (or this very run is being resumed)."""
     if (run_dir / JOURNAL_FILE).exists():
         return None  # resuming this very run
@@ -91,9 +91,12 @@ def reuse_archived(plan: Plan, run_dir: Path, *, force: bool = False) -> str | N
         n = _copy_studies(src, row["name"], dst, plan.name)
     if plan.archive.has(row["name"], COORD_PLOT):  # its numbers came with the studies
         plan.archive.copy_into(plan.name, COORD_PLOT, src_dir / COORD_PLOT)
-    if "changed" not in row:
-        return f"reuse: {n} finished trials from archived run {row['name']!r} (same fingerprint)"
+    forced = "changed" in row
+    # recorded either way: the ETA's history leaves a run that copied its trials out of its
+    # calibration (its wall is not what its trials cost)
     plan.archive.record({"name": plan.name, "reused_from": {
-        "run": row["name"], "forced": True, "changed": row["changed"], "trials": n}})
+        "run": row["name"], "forced": forced, "changed": row.get("changed", []), "trials": n}})
+    if not forced:
+        return f"reuse: {n} finished trials from archived run {row['name']!r} (same fingerprint)"
     return (f"reuse: reuse=force: {n} finished trials from archived run {row['name']!r}, whose "
             f"{', '.join(row['changed'])} code differs from this one's (recorded in run.json)")
