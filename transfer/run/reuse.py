@@ -74,8 +74,8 @@ def _candidates(plan: Plan, *, force: bool) -> tuple[dict | None, str | None]:
 def reuse_archived(plan: Plan, run_dir: Path, *, force: bool = False) -> str | None:
     """Copy an archived run's trials into the new run's journal at `run_dir` when its
     fingerprint (config and code) is this run's — or, with `force`, its config only; either is
-    recorded in run.json (`reused_from`). Returns the line to print, or None when there is nothing to
-    reuse (or this very run is being resumed)."""
+    recorded in run.json (`reused_from`). Returns the line to print, or None when there is
+    nothing to reuse (or this very run is being resumed)."""
     if (run_dir / JOURNAL_FILE).exists():
         return None  # resuming this very run
     row, refused = _candidates(plan, force=force)
