@@ -34,6 +34,9 @@ pipeline does, `validation.max_extend` steps at most):
   spread-basin-4-first-0.75  spread-basin-4-seeds, the first curve's points 0.75 octave apart
   spread-basin-4-first-2x    spread-basin-4-seeds, twice the seeds on the first curve
   spread-basin-4-first-0.75-2x  both
+  spread-5-first-2x  spread-5, twice the seeds on the first curve (-3x: three times)
+  first-2x-last-3    spread-basin-4-first-2x, 3 seeds on the last curve (the dearest)
+  first-2x-last-4x3  the same with 4 points on the last curve
 
     python benchmarks/design_replay.py --runs /tmp/cmpdef/sweeps/3b-mup-default-* --draws 200
     python benchmarks/design_replay.py --axis depth --runs /tmp/cmpdef/sweeps/*-default-*
@@ -191,6 +194,21 @@ DESIGNS = {
     "spread-basin-4-first-0.75-2x": dict(focus=True, wide_points=5, wide_step=0.75,
                                          seeds="half", spread_basins=4.0, max_step=1.5,
                                          first_step=0.75, first_seeds=2),
+    # the width grid's default (spread-5) with the narrowest curve, the cheapest (~1/7 of the
+    # widest's price a trial), at twice or three times its seeds: Gemma 2's width S/N sat at
+    # 1.9 on its own seed noise (σ 0.039) at 216c39a and a4474ff
+    "spread-5-first-2x": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None,
+                              first_seeds=2),
+    "spread-5-first-3x": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None,
+                              first_seeds=3),
+    # the default since a4474ff (spread-basin-4-first-2x) with the last curve, the widest or
+    # deepest and dearest, at 3 seeds (5 or 4 points): the 16-layer curve held Qwen2.5's and
+    # Gemma 2's depth verdicts there (S/N 2.3, 2.1)
+    "first-2x-last-3": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
+                            spread_basins=4.0, max_step=1.5, first_seeds=2, last_seeds=3),
+    "first-2x-last-4x3": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
+                              spread_basins=4.0, max_step=1.5, first_seeds=2, last_seeds=3,
+                              last_points=4),
 }
 
 
@@ -203,6 +221,8 @@ def replay(truth: Truth, design: dict, limits: Limits, rng: np.random.Generator)
     elif design["seeds"]:
         seeds = {w: design["seeds"][0] if w == w0 else design["seeds"][1] for w in ws}
     seeds[w0] *= int(design.get("first_seeds", 1))
+    if design.get("last_seeds"):
+        seeds[ws[-1]] = int(design["last_seeds"])
     curves: dict[int, list] = {w: [] for w in ws}
     offsets = {w: rng.normal(0, truth.seed_offset_std, seeds[w]) for w in ws}
     seconds = 0.0
@@ -230,6 +250,8 @@ def replay(truth: Truth, design: dict, limits: Limits, rng: np.random.Generator)
     for i, w in enumerate(ws):
         wide = i > 0
         n = design["wide_points"] if wide and design["wide_points"] else truth.points
+        if i == len(ws) - 1 and design.get("last_points"):
+            n = int(design["last_points"])
         step = (design["wide_step"] if wide and design["wide_step"]
                 else truth.step if wide else design.get("first_step") or truth.step)
         if wide and design["focus"]:

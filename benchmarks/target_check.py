@@ -81,8 +81,17 @@ SHAPE = {"model": "3b", "d_head": 16, "kv_group": 2, "ffn_ratio": 2.666667, "seq
 # Qwen2.5 3B: ffn 11008 / 2048, 8 query heads per kv head, which the proxies reduce to 2 (the
 # depth grid's width 32 has 2 heads: transfer.search.family._kv_group); the target trains as
 # Qwen2ForCausalLM (hf/config.json is a Qwen2Config: q/k/v biases).
+# Qwen3 4B: ffn 9728 / 2560, 4 query heads per kv head (2 in the proxies), q/k RMSNorm per head;
+# Gemma 3 4B: ffn 10240 / 2560, 2 per kv head, q/k norm, sandwich norms, local layers with their
+# own RoPE base (the window, 1024, is longer than the proxies' context). Both presets name a head
+# dimension of their own (128, 256), so the target is pinned to the proxies' (`target_d_head`):
+# the control is the proxies' own shape; they train as Qwen3ForCausalLM and Gemma3ForCausalLM.
 MODEL_SHAPES = {"3b": SHAPE,
-                "qwen2.5-3b": dict(SHAPE, model="qwen2.5-3b", kv_group=2, ffn_ratio=5.375)}
+                "qwen2.5-3b": dict(SHAPE, model="qwen2.5-3b", kv_group=2, ffn_ratio=5.375),
+                "qwen3-4b": dict(SHAPE, model="qwen3-4b", kv_group=2, ffn_ratio=3.8,
+                                 target_d_head=True),
+                "gemma3-4b": dict(SHAPE, model="gemma3-4b", kv_group=2, ffn_ratio=4.0,
+                                  target_d_head=True)}
 SMOKE_TARGETS = {"width": {"d_model": 128, "n_layers": 1}}
 SMOKE_SHAPE = {"model": "tiny", "d_head": 8, "kv_group": 2, "ffn_ratio": 4, "seq_len": 32,
                "budget": "smoke"}
@@ -150,6 +159,7 @@ def overrides(args, target: dict, parametrization: str) -> list[str]:
            f"proxy.ffn_ratio={s['ffn_ratio']}", f"proxy.kv_group={s['kv_group']}",
            f"proxy.parametrization={parametrization}",
            f"archive_dir={args.archive or args.out / 'sweeps'}", "progress=lines",
+           *([f"model.d_head={s['d_head']}"] if s.get("target_d_head") else []),
            *args.override]
     return ovr
 

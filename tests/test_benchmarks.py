@@ -277,7 +277,7 @@ def test_coord_seeds_refuses_one_seed():
         bench("coord_seeds").main(["--group", "1"])
 
 
-@pytest.mark.parametrize("model", ["3b", "qwen2.5-3b"])
+@pytest.mark.parametrize("model", ["3b", "qwen2.5-3b", "qwen3-4b", "gemma3-4b"])
 def test_target_check_pins_the_shape_the_family_derives(model):
     """target_check's pinned proxy fields are what `model=<name>` derives, so its emitting
     sweeps share the main run's fingerprint and reuse its archived trials (a stale kv_group
