@@ -40,6 +40,7 @@ pipeline does, `validation.max_extend` steps at most):
 
     python benchmarks/design_replay.py --runs /tmp/cmpdef/sweeps/3b-mup-default-* --draws 200
     python benchmarks/design_replay.py --axis depth --runs /tmp/cmpdef/sweeps/*-default-*
+    python benchmarks/design_replay.py --runs <run> --designs spread-5 --reasons  # why rejected
 """
 
 from __future__ import annotations
@@ -266,7 +267,8 @@ def replay(truth: Truth, design: dict, limits: Limits, rng: np.random.Generator)
     t = v.trajectory or {}
     lo, hi = t.get("interval", [math.nan, math.nan])
     return {"seconds": seconds, "outcome": v.outcome, "lo": lo, "hi": hi,
-            "estimate": t.get("estimate", math.nan)}
+            "estimate": t.get("estimate", math.nan),
+            "reasons": v.reasons if v.outcome == "rejected" else []}
 
 
 def limits_for(run: Path, truth: Truth) -> Limits:
@@ -294,6 +296,9 @@ def main(argv=None) -> None:
                          "are depths; a 'wide' curve is a deeper one)")
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reasons", action="store_true",
+                    help="after each row, the first reason of every rejected draw (a truth "
+                         "drawn from a μP run that is rejected is a false rejection)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/out/design_replay.json"))
     args = ap.parse_args(argv)
     if args.draws < 1:
@@ -331,6 +336,10 @@ def main(argv=None) -> None:
             print(f"| {truth.name} | {name} | {sec:.0f} | {sec / base:.2f} | "
                   f"{row['width']:.2f} | {cover:.0%} | {out['passed']:.0%} / "
                   f"{out['rejected']:.0%} / {out['inconclusive']:.0%} |", flush=True)
+            if args.reasons:
+                for i, g in enumerate(got):
+                    if g["reasons"]:
+                        print(f"  draw {i} rejected: {g['reasons'][0]}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=1))
 

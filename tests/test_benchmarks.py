@@ -434,3 +434,25 @@ def test_width_sets(tmp_path, capsys):
     assert all(abs(float(r.split("|")[4].split()[0])) < 0.3 for r in rows)
     (run / "validation_depth.json").unlink()
     assert ws.main([str(run)]) == 2
+
+
+def test_design_replay_names_why_a_draw_was_rejected(tmp_path):
+    """`--reasons`: a draw of a truth whose optimum falls an octave per width doubling (SP-like)
+    is rejected and carries the verdict's reasons; a draw of the μP truth carries none."""
+    import dataclasses
+
+    import numpy as np
+
+    dr = bench("design_replay")
+    run = tmp_path / "3b-mup-default-x"
+    _synthetic_run(run)
+    truth = dr.read_truth(run, "width")
+    drifting = dataclasses.replace(truth, vertex={w: truth.vertex[w] - i
+                                                  for i, w in enumerate(truth.widths)})
+    limits = dr.limits_for(run, truth)
+    rng = np.random.default_rng(0)
+    sp = [dr.replay(drifting, dr.DESIGNS["spread-5"], limits, rng) for _ in range(2)]
+    assert all(g["outcome"] == "rejected" and g["reasons"] for g in sp)
+    assert any("drift" in r for g in sp for r in g["reasons"])
+    mup = [dr.replay(truth, dr.DESIGNS["spread-5"], limits, rng) for _ in range(2)]
+    assert all(g["outcome"] != "rejected" and g["reasons"] == [] for g in mup)
