@@ -37,6 +37,8 @@ pipeline does, `validation.max_extend` steps at most):
   spread-5-first-2x  spread-5, twice the seeds on the first curve (-3x: three times)
   first-2x-last-3    spread-basin-4-first-2x, 3 seeds on the last curve (the dearest)
   first-2x-last-4x3  the same with 4 points on the last curve
+  skip-4, skip-8     spread-basin-4-first-2x without the 4-layer (8-layer) curve (`--axis
+               depth`): three depths, the middle one's trial-seconds saved
 
     python benchmarks/design_replay.py --runs /tmp/cmpdef/sweeps/3b-mup-default-* --draws 200
     python benchmarks/design_replay.py --axis depth --runs /tmp/cmpdef/sweeps/*-default-*
@@ -210,15 +212,24 @@ DESIGNS = {
     "first-2x-last-4x3": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
                               spread_basins=4.0, max_step=1.5, first_seeds=2, last_seeds=3,
                               last_points=4),
+    # the depth grid's default with one middle depth left out (its trial-seconds saved): does
+    # the depth model still place the target's optimum from three depths?
+    "skip-4": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half", spread_basins=4.0,
+                   max_step=1.5, first_seeds=2, skip=(4,)),
+    "skip-8": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half", spread_basins=4.0,
+                   max_step=1.5, first_seeds=2, skip=(8,)),
 }
 
 
 def replay(truth: Truth, design: dict, limits: Limits, rng: np.random.Generator) -> dict:
     """One validation of `truth` under `design`: (trial-seconds, outcome, interval, estimate)."""
-    ws, w0 = truth.widths, truth.widths[0]
+    ws = tuple(w for w in truth.widths if w not in design.get("skip", ()))
+    w0 = ws[0]
     seeds = {w: truth.seeds for w in ws}
     if design["seeds"] == "half":
-        seeds = {w: truth.seeds if i < len(ws) / 2 else 2 for i, w in enumerate(ws)}
+        # by the truth's curves, so a skipped curve leaves every other curve's seeds as they are
+        seeds = {w: truth.seeds if i < len(truth.widths) / 2 else 2
+                 for i, w in enumerate(truth.widths) if w in ws}
     elif design["seeds"]:
         seeds = {w: design["seeds"][0] if w == w0 else design["seeds"][1] for w in ws}
     seeds[w0] *= int(design.get("first_seeds", 1))
