@@ -456,3 +456,23 @@ def test_design_replay_names_why_a_draw_was_rejected(tmp_path):
     assert any("drift" in r for g in sp for r in g["reasons"])
     mup = [dr.replay(truth, dr.DESIGNS["spread-5"], limits, rng) for _ in range(2)]
     assert all(g["outcome"] != "rejected" and g["reasons"] == [] for g in mup)
+
+
+def test_design_replay_leaves_a_depth_out_and_prices_the_rest_as_before(tmp_path):
+    """`skip-4`: the depth grid's default without its 4-layer curve costs exactly that curve's
+    trials less (each remaining depth keeps its seeds), drawn from the same generator."""
+    import numpy as np
+
+    dr = bench("design_replay")
+    run = tmp_path / "3b-mup-default-x"
+    _synthetic_run(run, intermediate=False)
+    truth = dr.read_truth(run, "depth")
+    assert 4 in truth.widths
+    limits = dr.limits_for(run, truth)
+    def priced(design):
+        return dr.replay(truth, dr.DESIGNS[design], limits, np.random.default_rng(0))["seconds"]
+
+    full, skip = priced("spread-basin-4-first-2x"), priced("skip-4")
+    assert 0 < skip < full
+    # the 4-layer curve's price: its points × its seeds × its median trial seconds
+    assert full - skip >= 5 * truth.price[4]
