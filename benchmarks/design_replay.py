@@ -39,6 +39,9 @@ pipeline does, `validation.max_extend` steps at most):
   first-2x-last-4x3  the same with 4 points on the last curve
   skip-4, skip-8     spread-basin-4-first-2x without the 4-layer (8-layer) curve (`--axis
                depth`): three depths, the middle one's trial-seconds saved
+  spread-5-all-2x, -4x, -8x  spread-5 with every curve at 2, 4 or 8 times its seeds: what a
+               flat family's verdict costs to decide; depth-all-2x, -4x: the depth grid's
+               default so
 
     python benchmarks/design_replay.py --runs /tmp/cmpdef/sweeps/3b-mup-default-* --draws 200
     python benchmarks/design_replay.py --axis depth --runs /tmp/cmpdef/sweeps/*-default-*
@@ -218,6 +221,19 @@ DESIGNS = {
                    max_step=1.5, first_seeds=2, skip=(4,)),
     "skip-8": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half", spread_basins=4.0,
                    max_step=1.5, first_seeds=2, skip=(8,)),
+    # the price of a decided verdict on a flat family: the width grid's default (spread-5)
+    # with every curve at 2, 4 or 8 times its seeds
+    "spread-5-all-2x": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None,
+                            all_seeds=2),
+    "spread-5-all-4x": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None,
+                            all_seeds=4),
+    "spread-5-all-8x": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None,
+                            all_seeds=8),
+    # and the depth grid's default (spread-basin-4-first-2x) so
+    "depth-all-2x": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
+                         spread_basins=4.0, max_step=1.5, first_seeds=2, all_seeds=2),
+    "depth-all-4x": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
+                         spread_basins=4.0, max_step=1.5, first_seeds=2, all_seeds=4),
 }
 
 
@@ -233,6 +249,7 @@ def replay(truth: Truth, design: dict, limits: Limits, rng: np.random.Generator)
     elif design["seeds"]:
         seeds = {w: design["seeds"][0] if w == w0 else design["seeds"][1] for w in ws}
     seeds[w0] *= int(design.get("first_seeds", 1))
+    seeds = {w: n * int(design.get("all_seeds", 1)) for w, n in seeds.items()}
     if design.get("last_seeds"):
         seeds[ws[-1]] = int(design["last_seeds"])
     curves: dict[int, list] = {w: [] for w in ws}
