@@ -91,6 +91,13 @@ def test_the_comparison_measures_each_family_with_intervals():
     assert row["lr_transferred"]["spans"] == "width only"
     text = markdown(out)
     assert "DataDecide" in text and "arXiv 2504.11393" in text and "| sharp (`sharp-run`)" in text
+    # an inconclusive family's priced hint (the run's `decide_with`) under "Verdicts not passed"
+    broad.status, broad.reasons = "inconclusive", ["width: too flat"]
+    broad.decide = ["width: validation.seeds=8: every curve at 4 × its seeds"]
+    out = compare([sharp, broad], n_boot=50)
+    assert out["rows"][1]["decide_with"] == broad.decide
+    assert ("- broad: inconclusive: width: too flat. To decide it: width: validation.seeds=8: "
+            "every curve at 4 × its seeds") in markdown(out)
 
 
 # ---- the command, end to end on smoke sweeps -------------------------------------------------

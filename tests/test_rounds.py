@@ -19,7 +19,13 @@ from transfer.search.progress import makespan
 from transfer.verdict import width
 from transfer.verdict.curves import grid
 from transfer.verdict.judge import INCONCLUSIVE, PASSED, Limits, judge
-from transfer.verdict.rounds import look_confidence, look_of, plan_round
+from transfer.verdict.rounds import (
+    decide_hint,
+    look_confidence,
+    look_of,
+    plan_round,
+    seeds_to_decide,
+)
 from transfer.verdict.width import judge_study, looks_taken
 
 COORD_OK = {"passed": True, "max_abs_slope": 0.1}
@@ -108,6 +114,33 @@ def test_more_seeds_where_they_decide_reach_a_verdict():
     assert v.outcome == PASSED, v.reasons
     assert looks > 1 and v.confidence == pytest.approx(look_confidence(0.9, looks))
     assert math.isfinite(v.drift_log2) and abs(v.drift_log2) < 0.5
+
+
+def test_the_hint_names_the_seeds_predicted_to_decide_and_their_price():
+    """An inconclusive verdict that more seeds decide names the least k such that every curve
+    at k × its seeds is predicted to decide it, and prices it from the grid's seconds; a rerun
+    of the grid at those seeds then decides it (here: passes)."""
+    g, v = straddling()
+    seeds = {w: len(g.curves[w][0][1]) for w in g.curves}
+    k = seeds_to_decide(v, seeds=seeds)
+    assert k is not None and 2 <= k <= 16
+    # k − 1 is not predicted to decide it: the least
+    assert k == 2 or seeds_to_decide(v, seeds=seeds, max_multiple=k - 1) is None
+    hint = decide_hint(v, seeds=seeds, seconds=1000.0, knob=lambda m: f"validation.seeds={2 * m}")
+    assert hint.startswith(f"validation.seeds={2 * k}: every curve at {k} × its seeds")
+    assert f"~{1000 * k:,.0f} trial-seconds" in hint and "about even odds" in hint
+    rerun = Grid(noise=0.07, seeds=2 * k, rng_seed=10)
+    assert judge(rerun.curves, None, -7.0, Limits(), COORD_OK).outcome != INCONCLUSIVE
+    # where not even 16 × is predicted to decide it, the hint says so (no static hint)
+    assert seeds_to_decide(v, seeds=seeds, max_multiple=1) is None
+    short = decide_hint(v, seeds=seeds, seconds=1000.0, knob=str, max_multiple=1)
+    assert short.startswith("not even every curve at 1 × its seeds")
+    # a passed verdict, or one that more seeds do not decide, has no priced hint
+    passed = judge(Grid(noise=0.002).curves, None, -7.0, Limits(), COORD_OK)
+    assert decide_hint(passed, seeds=seeds, seconds=1000.0, knob=str) is None
+    one = judge(Grid(noise=0.07, seeds=1).curves, None, -7.0, Limits(), COORD_OK)
+    assert not one.more_data_decides
+    assert decide_hint(one, seeds={64: 1, 256: 1}, seconds=1000.0, knob=str) is None
 
 
 class DeepGrid:

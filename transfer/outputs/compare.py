@@ -59,6 +59,9 @@ class Family:
     cost: dict = field(default_factory=dict)
     train: dict = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
+    # what would decide an inconclusive verdict, each naming its check (`Verdict.decide_with`:
+    # the seeds predicted to decide it and their price, `transfer.verdict.rounds.decide_hint`)
+    decide: list[str] = field(default_factory=list)
     spans: str = ""  # target.yaml provenance.lr.interval_spans ("width only: …", …)
 
 
@@ -95,7 +98,9 @@ def family_from_run(model: str, run_dir: Path) -> Family:
         cost=(_read(run_dir / "cost.json") or {}).get("target", {}),
         train=target.get("train") or {},
         spans=str(((target.get("provenance") or {}).get("lr") or {}).get("interval_spans") or ""),
-        reasons=_reasons(v, "width") + _reasons(depth, "depth"))
+        reasons=_reasons(v, "width") + _reasons(depth, "depth"),
+        decide=[f"{axis}: {d['decide_with']}" for axis, d in (("width", v), ("depth", depth))
+                if d.get("outcome") == "inconclusive" and d.get("decide_with")])
 
 
 def _reasons(verdict: Mapping, axis: str) -> list[str]:
@@ -247,6 +252,7 @@ def family_metrics(f: Family, *, flops: float | None, confidence: float = CONFID
         "days": f.cost.get("wall_days_with_buffer", math.nan),
         "usd": f.cost.get("usd_with_buffer", math.nan),
         "reasons": f.reasons,
+        "decide_with": f.decide,
     }
     out["loss_equal_flops"] = (_loss_at_flops(f, flops, confidence, n_boot) if flops else
                                {"value": math.nan, "ci": [math.nan, math.nan]})

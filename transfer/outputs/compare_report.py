@@ -86,8 +86,9 @@ def markdown(result: Mapping, *, commit: str | None = None) -> str:
     if eq:
         lines.append(f"- equal_flops: {eq:.3g} FLOPs per trial")
     lines += ["", "## Verdicts not passed"]
-    lines += [f"- {r['model']}: {r['verdict']}: {'; '.join(r['reasons'])}" for r in rows
-              if r["verdict"] != "passed"] or ["- none"]
+    lines += [f"- {r['model']}: {r['verdict']}: {'; '.join(r['reasons'])}"
+              + (f". To decide it: {'; '.join(r['decide_with'])}" if r.get("decide_with") else "")
+              for r in rows if r["verdict"] != "passed"] or ["- none"]
     lines += ["", "## What a proxy-scale ranking is worth", RANKING_CAVEAT, ""]
     return "\n".join(lines)
 

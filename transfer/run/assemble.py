@@ -242,7 +242,7 @@ def _target(plan: Plan, ctx: Context, hp: dict, checks: Checks | None, cost: dic
     if verdict is not None and verdict.outcome == "inconclusive":
         prov["warning"] = (
             "the validator could not tell whether the optimum transfers (inconclusive: "
-            f"{'; '.join(verdict.reasons)}); decide it with {verdict.decide_with}")
+            f"{'; '.join(verdict.reasons)}); to decide it: {verdict.decide_with}")
     if verdict is not None:
         prov["verdict"] = {"outcome": verdict.outcome, "reasons": verdict.reasons,
                            "decide_with": verdict.decide_with,

@@ -41,6 +41,7 @@ from transfer.verdict.width import (
     limits_from,
     looks_taken,
     open_grid_study,
+    with_hint,
 )
 
 STAGE = "validation_depth"
@@ -172,9 +173,13 @@ def validate_depth(ctx: Context, hp: dict, width_study: optuna.Study, *,
         coord = res.to_dict()
         study.set_user_attr("coord_check", coord)
     limits = depth_limits(ctx, target_depth, looks_taken(ctx, study))
-    verdict = judge(curves(study, depths(ctx)), None, round(math.log2(float(hp["lr"])), 6),
-                    limits, coord)
-    return verdict, res
+    measured = curves(study, depths(ctx))
+    verdict = judge(measured, None, round(math.log2(float(hp["lr"])), 6), limits, coord)
+    v = ctx.cfg.validation
+    knob = (lambda k: f"validation.depth_first_seeds={k * int(v.depth_first_seeds)} "
+                      f"validation.depth_later_seeds={k * int(v.depth_later_seeds)} "
+                      f"validation.depth_seeds={k * grid_seeds(ctx)}")
+    return with_hint(verdict, study, measured, "n_layers", knob), res
 
 
 def depth_limits(ctx: Context, target_depth: int | None, looks: int = 1) -> Limits:

@@ -29,15 +29,17 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from statistics import NormalDist
 
 from transfer.verdict.judge import Verdict
 from transfer.verdict.trajectory import weights as trajectory_weights
 
-__all__ = ["MAX_MULTIPLE", "look_confidence", "look_of", "plan_round"]
+__all__ = ["HINT_MULTIPLE", "MAX_MULTIPLE", "decide_hint", "look_confidence", "look_of",
+           "plan_round", "seeds_to_decide"]
 
 MAX_MULTIPLE = 4  # a round adds at most this many times validation.seeds at a width
+HINT_MULTIPLE = 16  # the most seeds `seeds_to_decide` prices, as a multiple of the grid's
 
 
 def look_confidence(confidence: float, looks: int) -> float:
@@ -125,13 +127,63 @@ def plan_round(v: Verdict, *, base_confidence: float, looks: int, seeds: Mapping
     for ws, n in options:
         if n * sum(seconds_per_seed[w] for w in ws) > left:
             continue
-        keep = {w: seeds[w] / (seeds[w] + n) if w in ws else 1.0 for w in v.widths}
-        ok = not snr or _snr_after(v, seeds, dict.fromkeys(ws, n)) >= v.min_curvature_snr
-        for name, est, ci, c in quantities:
-            now = sum(c.get(w, 0.0) ** 2 * half[w] ** 2 for w in v.widths)
-            new = sum(c.get(w, 0.0) ** 2 * half[w] ** 2 * keep[w] for w in v.widths)
-            shrink = widen * math.sqrt(new / now) if now > 0 else widen
-            ok = ok and _decides(name, est, ci, shrink, v)
-        if ok:
+        if _predicted(v, quantities, snr, half, widen, seeds, dict.fromkeys(ws, n)):
             return ws, n
     return None
+
+
+def _predicted(v: Verdict, quantities: list, snr: bool, half: Mapping[int, float],
+               widen: float, seeds: Mapping[int, int], added: Mapping[int, int]) -> bool:
+    """Whether `added[w]` more seeds at every point of curve w are predicted to decide every
+    straddling quantity (and lift a short S/N to its limit), the estimates staying put."""
+    keep = {w: seeds[w] / (seeds[w] + added.get(w, 0)) for w in v.widths}
+    ok = not snr or _snr_after(v, seeds, added) >= v.min_curvature_snr
+    for name, est, ci, c in quantities:
+        now = sum(c.get(w, 0.0) ** 2 * half[w] ** 2 for w in v.widths)
+        new = sum(c.get(w, 0.0) ** 2 * half[w] ** 2 * keep[w] for w in v.widths)
+        shrink = widen * math.sqrt(new / now) if now > 0 else widen
+        ok = ok and _decides(name, est, ci, shrink, v)
+    return ok
+
+
+def seeds_to_decide(v: Verdict, *, seeds: Mapping[int, int],
+                    max_multiple: int = HINT_MULTIPLE) -> int | None:
+    """What an inconclusive verdict would take, for the user who reruns it: the least k ≤
+    `max_multiple` such that every curve at k × its seeds is predicted to decide it (a rerun's
+    first look, at the verdict's own confidence; the estimates staying where they are, so
+    about even odds that it then passes: replayed on the 2026-12-07 compare's runs, Qwen2.5's
+    width grid, predicted 2 ×, passes 52 % of draws at 2 ×, Qwen3's, predicted 8 ×, 40 % at
+    8 ×; docs/verdict.md). None when more seeds are not
+    what stands in the way (`Verdict.more_data_decides` false: an optimum not located, too few
+    points, a disagreement of models) or when not even `max_multiple` × is predicted to."""
+    if not v.more_data_decides:
+        return None
+    quantities = _straddling(v)
+    half = {w: (v.best_log2_lr_ci[w][1] - v.best_log2_lr_ci[w][0]) / 2 for w in v.widths}
+    if not all(math.isfinite(h) for h in half.values()):
+        return None
+    snr = "snr" in v.straddling
+    for k in range(2, max_multiple + 1):
+        if _predicted(v, quantities, snr, half, 1.0, seeds,
+                      {w: (k - 1) * seeds[w] for w in v.widths}):
+            return k
+    return None
+
+
+def decide_hint(v: Verdict, *, seeds: Mapping[int, int], seconds: float,
+                knob: Callable[[int], str], max_multiple: int = HINT_MULTIPLE) -> str | None:
+    """The "to decide it" line of an inconclusive verdict whose only obstacle is what more
+    seeds decide: the rerun `knob(k)` names (every curve at k × its seeds, `seeds_to_decide`)
+    and its price, k × the grid's `seconds` of training now; or, where not even
+    `max_multiple` × is predicted to decide it, that (the static hint would mislead). None where
+    more seeds are not the obstacle: the verdict's static hint (`Limits.decide_hint`) stands."""
+    if v.outcome != "inconclusive" or not v.more_data_decides:
+        return None
+    k = seeds_to_decide(v, seeds=seeds, max_multiple=max_multiple)
+    if k is None:
+        return (f"not even every curve at {max_multiple} × its seeds (~{max_multiple * seconds:,.0f}"
+                f" trial-seconds for this grid) is predicted to decide it at these curves' "
+                f"sizes and tokens")
+    return (f"{knob(k)}: every curve at {k} × its seeds, ~{k * seconds:,.0f} trial-seconds for "
+            f"this grid against {seconds:,.0f}, is predicted to decide it if the estimates stay "
+            f"where they are (about even odds)")

@@ -30,7 +30,7 @@ from transfer.verdict.curves import (
 )
 from transfer.verdict.judge import REJECTED, Limits, Verdict, judge
 from transfer.verdict.plan import CurvePlan, GridPlan, best_point, grid_plan
-from transfer.verdict.rounds import MAX_MULTIPLE, look_confidence, plan_round
+from transfer.verdict.rounds import MAX_MULTIPLE, decide_hint, look_confidence, plan_round
 from transfer.verdict.trajectory import model_for, prior_offset
 
 
@@ -576,7 +576,26 @@ def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
     limits = limits_from(ctx.cfg.validation, target_width=target_width,
                          parametrization=ctx.cfg.proxy.parametrization,
                          looks=looks_taken(ctx, study))
-    return judge(curves, None, round(math.log2(tuned_lr), 6), limits, coord)
+    verdict = judge(curves, None, round(math.log2(tuned_lr), 6), limits, coord)
+    seeds = ctx.cfg.validation.seeds
+    return with_hint(verdict, study, curves, "width",
+                     lambda k: f"validation.seeds={k * int(seeds)}")
+
+
+def with_hint(verdict: Verdict, study: optuna.Study, curves: dict, axis: str,
+              knob: Callable[[int], str]) -> Verdict:
+    """`verdict` whose `decide_with` prices what would decide it (`rounds.decide_hint`): the
+    seeds of each of its `curves` and the seconds its grid trained (the trials' own), where
+    more seeds are what stands in the way; else as it is."""
+    if verdict.outcome != "inconclusive":
+        return verdict
+    seeds = {k: min((len(ys) for _, ys in pts), default=0) for k, pts in curves.items()}
+    if not all(seeds.values()):
+        return verdict
+    seconds = sum(t.user_attrs.get("seconds", 0.0) for t in study.get_trials(deepcopy=False)
+                  if t.state == TrialState.COMPLETE and t.params.get(axis) in curves)
+    hint = decide_hint(verdict, seeds=seeds, seconds=seconds, knob=knob)
+    return verdict if hint is None else dataclasses.replace(verdict, decide_with=hint)
 
 
 def coord_widths(ctx: Context) -> list[int]:
