@@ -246,7 +246,8 @@ def summary(verdict: Verdict | None, alpha: float, width: int | None = None) -> 
             "tolerance_log2": verdict.tolerance_log2, "loss_gap": verdict.loss_gap,
             "coord_max_abs_slope": verdict.coord_check.get("max_abs_slope"),
             "coord_max_abs_slope_ci": verdict.coord_check.get("max_abs_slope_ci"),
-            "at_target": _at_target(verdict.trajectory), "reasons": verdict.reasons}
+            "at_target": _at_target(verdict.trajectory), "reasons": verdict.reasons,
+            "decide_with": verdict.decide_with if verdict.outcome == "inconclusive" else None}
 
 
 def models(verdict: Verdict) -> dict:
@@ -287,4 +288,7 @@ def lines(verdict: Verdict) -> list[str]:
         out.append(f"     at {t['target_width']} layers {t['estimate']:.2f} [{tlo:.2f}, "
                    f"{thi:.2f}] ({t['model']}; {others}, {apart}; "
                    f"tol ±{verdict.tolerance_log2})")
-    return out + [f"     - {r}" for r in verdict.reasons]
+    out += [f"     - {r}" for r in verdict.reasons]
+    if verdict.outcome == "inconclusive" and verdict.decide_with:
+        out.append(f"     to decide it: {verdict.decide_with}")
+    return out
