@@ -143,6 +143,31 @@ def test_the_hint_names_the_seeds_predicted_to_decide_and_their_price():
     assert decide_hint(one, seeds={64: 1, 256: 1}, seconds=1000.0, knob=str) is None
 
 
+def test_a_run_prints_the_priced_hint_but_not_on_a_budget_that_cannot_pass():
+    """`width.with_hint` on a grid study: the hint is priced from the trials' own seconds; a
+    budget that cannot pass (`Limits.can_pass` false, smoke) keeps its own hint."""
+    from optuna.distributions import FloatDistribution, IntDistribution
+
+    g, v = straddling()
+    study = optuna.create_study()
+    dists = {"log2_lr": FloatDistribution(-20, 5), "width": IntDistribution(1, 4096)}
+    for w, pts in g.curves.items():
+        for x, ys in pts:
+            for y in ys:
+                study.add_trial(optuna.trial.create_trial(
+                    params={"log2_lr": x, "width": w}, distributions=dists, value=float(y),
+                    user_attrs={"seconds": 10.0}))
+    seconds = 10.0 * sum(len(ys) for pts in g.curves.values() for _, ys in pts)
+    hinted = width.with_hint(v, study, g.curves, "width", lambda k: f"validation.seeds={2 * k}",
+                             Limits())
+    k = seeds_to_decide(v, seeds={64: 2, 256: 2})
+    assert hinted.decide_with.startswith(f"validation.seeds={2 * k}: ")
+    assert f"~{k * seconds:,.0f} trial-seconds for this grid against {seconds:,.0f}" in \
+        hinted.decide_with
+    smoke = width.with_hint(v, study, g.curves, "width", str, Limits(can_pass=False))
+    assert smoke.decide_with == v.decide_with
+
+
 class DeepGrid:
     """The depth grid's shape: a curve per depth (2, 4, 8), each fitted alone, 3 seeds, a
     curvature near the noise (the default run's width-32 grid: S/N 3-5); seeds can be added to

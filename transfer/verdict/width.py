@@ -579,15 +579,16 @@ def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
     verdict = judge(curves, None, round(math.log2(tuned_lr), 6), limits, coord)
     seeds = ctx.cfg.validation.seeds
     return with_hint(verdict, study, curves, "width",
-                     lambda k: f"validation.seeds={k * int(seeds)}")
+                     lambda k: f"validation.seeds={k * int(seeds)}", limits)
 
 
 def with_hint(verdict: Verdict, study: optuna.Study, curves: dict, axis: str,
-              knob: Callable[[int], str]) -> Verdict:
+              knob: Callable[[int], str], limits: Limits) -> Verdict:
     """`verdict` whose `decide_with` prices what would decide it (`rounds.decide_hint`): the
     seeds of each of its `curves` and the seconds its grid trained (the trials' own), where
-    more seeds are what stands in the way; else as it is."""
-    if verdict.outcome != "inconclusive":
+    more seeds are what stands in the way; else as it is (and always on a budget that cannot
+    pass, `Limits.can_pass` false: its own hint names the budget that can)."""
+    if verdict.outcome != "inconclusive" or not limits.can_pass:
         return verdict
     seeds = {k: min((len(ys) for _, ys in pts), default=0) for k, pts in curves.items()}
     if not all(seeds.values()):
