@@ -159,6 +159,12 @@ def past_ratio(curves: dict, keys: tuple[int, ...], window: int) -> float:
         if math.isfinite(rest) else 1.0
 
 
+# The width grid's default design (spread-5) and the depth grid's since a4474ff
+# (spread-basin-4-first-2x): the later designs are each one of them with a change
+SPREAD_5 = dict(focus=True, wide_points=5, wide_step=0.75, seeds=None)
+DEPTH_DEFAULT = dict(focus=True, wide_points=5, wide_step=0.75, seeds="half", spread_basins=4.0,
+                     max_step=1.5, first_seeds=2)
+
 DESIGNS = {
     "today": dict(focus=False, wide_points=None, wide_step=None, seeds=None),
     "focus": dict(focus=True, wide_points=None, wide_step=None, seeds=None),
@@ -203,37 +209,21 @@ DESIGNS = {
     # the width grid's default (spread-5) with the narrowest curve, the cheapest (~1/7 of the
     # widest's price a trial), at twice or three times its seeds: Gemma 2's width S/N sat at
     # 1.9 on its own seed noise (σ 0.039) at 216c39a and a4474ff
-    "spread-5-first-2x": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None,
-                              first_seeds=2),
-    "spread-5-first-3x": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None,
-                              first_seeds=3),
+    "spread-5-first-2x": {**SPREAD_5, "first_seeds": 2},
+    "spread-5-first-3x": {**SPREAD_5, "first_seeds": 3},
     # the default since a4474ff (spread-basin-4-first-2x) with the last curve, the widest or
     # deepest and dearest, at 3 seeds (5 or 4 points): the 16-layer curve held Qwen2.5's and
     # Gemma 2's depth verdicts there (S/N 2.3, 2.1)
-    "first-2x-last-3": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
-                            spread_basins=4.0, max_step=1.5, first_seeds=2, last_seeds=3),
-    "first-2x-last-4x3": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
-                              spread_basins=4.0, max_step=1.5, first_seeds=2, last_seeds=3,
-                              last_points=4),
+    "first-2x-last-3": {**DEPTH_DEFAULT, "last_seeds": 3},
+    "first-2x-last-4x3": {**DEPTH_DEFAULT, "last_seeds": 3, "last_points": 4},
     # the depth grid's default with one middle depth left out (its trial-seconds saved): does
     # the depth model still place the target's optimum from three depths?
-    "skip-4": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half", spread_basins=4.0,
-                   max_step=1.5, first_seeds=2, skip=(4,)),
-    "skip-8": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half", spread_basins=4.0,
-                   max_step=1.5, first_seeds=2, skip=(8,)),
+    "skip-4": {**DEPTH_DEFAULT, "skip": (4,)},
+    "skip-8": {**DEPTH_DEFAULT, "skip": (8,)},
     # the price of a decided verdict on a flat family: the width grid's default (spread-5)
-    # with every curve at 2, 4 or 8 times its seeds
-    "spread-5-all-2x": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None,
-                            all_seeds=2),
-    "spread-5-all-4x": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None,
-                            all_seeds=4),
-    "spread-5-all-8x": dict(focus=True, wide_points=5, wide_step=0.75, seeds=None,
-                            all_seeds=8),
-    # and the depth grid's default (spread-basin-4-first-2x) so
-    "depth-all-2x": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
-                         spread_basins=4.0, max_step=1.5, first_seeds=2, all_seeds=2),
-    "depth-all-4x": dict(focus=True, wide_points=5, wide_step=0.75, seeds="half",
-                         spread_basins=4.0, max_step=1.5, first_seeds=2, all_seeds=4),
+    # with every curve at 2, 4 or 8 times its seeds, and the depth grid's default so
+    **{f"spread-5-all-{k}x": {**SPREAD_5, "all_seeds": k} for k in (2, 4, 8)},
+    **{f"depth-all-{k}x": {**DEPTH_DEFAULT, "all_seeds": k} for k in (2, 4)},
 }
 
 
