@@ -114,11 +114,10 @@ def plan_round(v: Verdict, *, base_confidence: float, looks: int, seeds: Mapping
     curvature S/N under its limit (`"snr"` in `Verdict.straddling`) is predicted to reach it
     (`_snr_after`); None when nothing that fits in `left` seconds (`seconds_per_seed[w]`: one
     more seed at every point of width w) would, or nothing straddles."""
-    quantities = _straddling(v)
-    snr = "snr" in v.straddling
-    half = {w: (v.best_log2_lr_ci[w][1] - v.best_log2_lr_ci[w][0]) / 2 for w in v.widths}
-    if not (quantities or snr) or not all(math.isfinite(h) for h in half.values()):
+    what = _what_straddles(v)
+    if what is None:
         return None
+    quantities, snr, half = what
     widen = _z(look_confidence(base_confidence, looks + 1)) / _z(v.confidence)
     sets = [ws for k in range(1, len(v.widths) + 1)
             for ws in itertools.combinations(v.widths, k)]
@@ -130,6 +129,18 @@ def plan_round(v: Verdict, *, base_confidence: float, looks: int, seeds: Mapping
         if _predicted(v, quantities, snr, half, widen, seeds, dict.fromkeys(ws, n)):
             return ws, n
     return None
+
+
+def _what_straddles(v: Verdict) -> tuple[list, bool, dict[int, float]] | None:
+    """What more seeds would have to decide (`_straddling`'s intervals, whether a curvature
+    S/N is short) and each curve's vertex half-interval; None when nothing straddles or a
+    vertex has no finite interval (nothing to shrink)."""
+    quantities = _straddling(v)
+    snr = "snr" in v.straddling
+    half = {w: (v.best_log2_lr_ci[w][1] - v.best_log2_lr_ci[w][0]) / 2 for w in v.widths}
+    if not (quantities or snr) or not all(math.isfinite(h) for h in half.values()):
+        return None
+    return quantities, snr, half
 
 
 def _predicted(v: Verdict, quantities: list, snr: bool, half: Mapping[int, float],
@@ -156,13 +167,10 @@ def seeds_to_decide(v: Verdict, *, seeds: Mapping[int, int],
     8 ×; docs/verdict.md). None when more seeds are not
     what stands in the way (`Verdict.more_data_decides` false: an optimum not located, too few
     points, a disagreement of models) or when not even `max_multiple` × is predicted to."""
-    if not v.more_data_decides:
+    what = _what_straddles(v) if v.more_data_decides else None
+    if what is None:
         return None
-    quantities = _straddling(v)
-    half = {w: (v.best_log2_lr_ci[w][1] - v.best_log2_lr_ci[w][0]) / 2 for w in v.widths}
-    if not all(math.isfinite(h) for h in half.values()):
-        return None
-    snr = "snr" in v.straddling
+    quantities, snr, half = what
     for k in range(2, max_multiple + 1):
         if _predicted(v, quantities, snr, half, 1.0, seeds,
                       {w: (k - 1) * seeds[w] for w in v.widths}):
