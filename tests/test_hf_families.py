@@ -120,6 +120,37 @@ def test_config_json_maps_each_familys_features(name, tmp_path, transformers):
             assert m[key] == default, key
 
 
+def test_a_config_json_that_leaves_the_class_defaults_out_maps_as_the_filled_one(tmp_path,
+                                                                               transformers):
+    """google/gemma-3-4b-pt's config.json as published: its text_config holds only what differs
+    from Gemma3TextConfig's defaults (no heads, vocabulary, context or rope bases), which
+    AutoConfig fills in; the sizes are checked after that, so it maps as the filled copy."""
+    published = {k: v for k, v in CONFIGS["gemma3"].items() if k != "text_config"}
+    published["text_config"] = {
+        "hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+        "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+        "sliding_window": 1024}
+    published["vision_config"] = {
+        "hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+        "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+        "patch_size": 14, "vision_use_head": False}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "config.json").write_text(json.dumps(published), encoding="utf-8")
+    got = model_of(["model=hf", f"model.config={tmp_path / 'a'}", "model.train_tokens=1e12"])
+    want = model_of(write_config(tmp_path, "gemma3"))
+    assert {k: v for k, v in got.items() if k not in ("config", "source")} == {
+        k: v for k, v in want.items() if k not in ("config", "source")}
+    # a size the file does hold is still checked, and one AutoConfig fills in must still fit
+    published["text_config"]["num_attention_heads"] = 0
+    (tmp_path / "a" / "config.json").write_text(json.dumps(published), encoding="utf-8")
+    with pytest.raises(UserError, match="num_attention_heads=0"):
+        model_of(["model=hf", f"model.config={tmp_path / 'a'}", "model.train_tokens=1e12"])
+    published["text_config"].update(num_attention_heads=8, num_key_value_heads=3)
+    (tmp_path / "a" / "config.json").write_text(json.dumps(published), encoding="utf-8")
+    with pytest.raises(UserError, match="not divisible by num_key_value_heads=3"):
+        model_of(["model=hf", f"model.config={tmp_path / 'a'}", "model.train_tokens=1e12"])
+
+
 @pytest.mark.parametrize(("name", "changes", "says"), [
     ("smollm3", {"no_rope_layers": [1, 0, 1, 1] * 9}, "no_rope_layers"),
     ("qwen3", {"use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 28},

@@ -75,13 +75,15 @@ def read_config(path: str | Path) -> dict[str, Any]:
     if model_type not in SUPPORTED:
         raise UserError(f"model.config={str(path)!r} has model_type {model_type!r}; supported: "
                         f"{', '.join(SUPPORTED)} (or describe the target with model.* fields)")
-    check_sizes(raw, str(path))
+    check_sizes(raw, str(path), complete=False)  # before AutoConfig, which divides by them
     try:
         cfg = transformers.AutoConfig.from_pretrained(str(p), local_files_only=True)
-    except (OSError, ValueError, TypeError) as e:
+    except (OSError, ValueError, TypeError, ZeroDivisionError) as e:
         raise UserError(f"model.config={str(path)!r} could not be read by AutoConfig: "
                         f"{str(e).splitlines()[0]}") from None
-    return cfg.to_dict()
+    out = cfg.to_dict()
+    check_sizes(out, str(path))  # with the config class's defaults for the fields left out
+    return out
 
 
 # config.json's size fields (the text model's, as Llama, Qwen, Gemma and the rest name them) and
@@ -91,25 +93,29 @@ SIZE_FIELDS = {"hidden_size": 1, "num_hidden_layers": 1, "num_attention_heads": 
                "max_position_embeddings": 1, "head_dim": 1}
 
 
-def check_sizes(raw: Mapping[str, Any], path: str) -> None:
-    """Each size field of the config.json a whole number >= 1, heads dividing evenly; a
-    UserError naming the field otherwise (before AutoConfig, which can divide by zero). A
-    multimodal config's sizes are its `text_config`'s."""
+def check_sizes(raw: Mapping[str, Any], path: str, *, complete: bool = True) -> None:
+    """Each size field of a config a whole number >= 1, heads dividing evenly; a UserError naming
+    the field otherwise. A multimodal config's sizes are its `text_config`'s. `complete=False`
+    (the file as written, before AutoConfig, which can divide by zero) checks the fields that are
+    there: a published config.json leaves out what its config class defaults (Gemma 3's
+    text_config holds only what differs from Gemma3TextConfig's), and AutoConfig fills it in."""
     if isinstance(raw.get("text_config"), Mapping):
         raw = raw["text_config"]
     for key, least in SIZE_FIELDS.items():
         v = raw.get(key)
-        if v is None and key in ("num_key_value_heads", "head_dim"):
-            continue  # optional: AutoConfig's default (the heads; width / heads)
+        if v is None and (not complete or key in ("num_key_value_heads", "head_dim")):
+            continue  # left to AutoConfig's default (kv heads: the heads; head_dim: width / heads)
         if isinstance(v, bool) or not isinstance(v, int) or v < least:
             raise UserError(f"model.config={path!r}: {key}={v!r} must be a whole number >= "
                             f"{least}; fix the config.json")
-    heads, kv = raw["num_attention_heads"], raw.get("num_key_value_heads") or \
-        raw["num_attention_heads"]
+    heads = raw.get("num_attention_heads")
+    if heads is None:
+        return  # (complete=False) checked once AutoConfig has filled it in
+    kv = raw.get("num_key_value_heads") or heads
     if heads % kv:
         raise UserError(f"model.config={path!r}: num_attention_heads={heads} is not divisible "
                         f"by num_key_value_heads={kv}; fix the config.json")
-    if raw.get("head_dim") is None and raw["hidden_size"] % heads:
+    if raw.get("head_dim") is None and raw.get("hidden_size") and raw["hidden_size"] % heads:
         raise UserError(f"model.config={path!r}: hidden_size={raw['hidden_size']} is not "
                         f"divisible by num_attention_heads={heads} and no head_dim is given; "
                         "fix the config.json")
