@@ -15,6 +15,7 @@ from torch import nn
 from proxies import TransformerFamily
 from transfer.core.data import stdlib_corpus
 from transfer.outputs.plots import plot_coord
+from transfer.verdict import coord as coord_module
 from transfer.verdict.coord import (
     FINAL_RESIDUAL,
     INCONCLUSIVE,
@@ -218,6 +219,27 @@ def test_depth_check_averages_seeds_too(corpus):
     ((float("nan"), float("nan")), INCONCLUSIVE)])
 def test_the_status_reads_the_whole_interval(ci, status):
     assert coord_status(ci, MAX_SLOPE) == status
+
+
+def test_a_rejection_needs_three_sizes():
+    """An interval wholly above the limit over two widths is one step between the smallest ones:
+    it cannot tell, with the reason and the knob; over three it rejects; a pass needs no more."""
+    above = (0.36, 1.46)
+    assert coord_status(above, MAX_SLOPE, 2) == INCONCLUSIVE
+    assert coord_status(above, MAX_SLOPE, 3) == REJECTED
+    assert coord_status((0.05, 0.20), MAX_SLOPE, 2) == PASSED
+    df = _records({s: {w: float(w) ** (0.8 + 0.01 * s) for w in (32, 64)} for s in range(4)})
+    two = coord_module._result(df, 2, [32, 64], MAX_SLOPE, 4, "width", 0.9)
+    assert two.slope_ci[0] > MAX_SLOPE and two.status == INCONCLUSIVE and not two.passed
+    v = judge(_curves(-6.0), None, -6.0, Limits(min_curvature_snr=0.0), coord=two.to_dict())
+    assert v.outcome == "inconclusive" and not v.rejected_because
+    said = [r for r in v.inconclusive_because if r.startswith("coordinate check")]
+    assert len(said) == 1 and "over 2 widths (32, 64), fewer than 3" in said[0], said
+    assert "validation.coord_widths" in said[0]
+    df3 = _records({s: {w: float(w) ** (0.8 + 0.01 * s) for w in (32, 64, 128)}
+                    for s in range(4)})
+    three = coord_module._result(df3, 2, [32, 64, 128], MAX_SLOPE, 4, "width", 0.9)
+    assert three.status == REJECTED
 
 
 def _records(l1_by_seed: dict[int, dict[int, float]]) -> pd.DataFrame:

@@ -31,6 +31,7 @@ import torch
 
 from transfer.core.data import Corpus, sample_batch
 from transfer.search.trainer import TrainSpec, make_optimizer
+from transfer.verdict.judge import MIN_SIZES_TO_REJECT
 
 LOGITS = "logits"  # kind name of the model's own output (the root module)
 COORD_BATCH = 8  # sequences in the coordinate checks' one fixed batch
@@ -69,13 +70,20 @@ class CoordResult:
                 "steps": self.steps, "seeds": self.seeds, "axis": self.axis}
 
 
-def coord_status(ci: tuple[float, float], max_slope: float) -> str:
+
+
+def coord_status(ci: tuple[float, float], max_slope: float, n_sizes: int | None = None) -> str:
     """The check's answer from its interval: a rejection needs the whole interval above the
-    limit, a pass the whole interval within it; one that straddles it cannot tell."""
+    limit (and, where `n_sizes` is given, at least MIN_SIZES_TO_REJECT sizes), a pass the whole
+    interval within it; one that straddles it cannot tell."""
     lo, hi = ci
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return INCONCLUSIVE
-    return PASSED if hi <= max_slope else REJECTED if lo > max_slope else INCONCLUSIVE
+    if hi <= max_slope:
+        return PASSED
+    if lo > max_slope and (n_sizes is None or n_sizes >= MIN_SIZES_TO_REJECT):
+        return REJECTED
+    return INCONCLUSIVE
 
 
 def slope_interval(df: pd.DataFrame, step: int, axis: str = "width",
@@ -217,7 +225,7 @@ def _result(df, steps: int, sizes: list[int], max_slope: float, seeds: int, axis
                          "so a zero-initialised readout has been updated")
     worst = max(abs(s) for s in slopes.values())
     ci = slope_interval(named, steps, axis, confidence)
-    status = coord_status(ci, max_slope)
+    status = coord_status(ci, max_slope, len(sizes))
     return CoordResult(df=df, slopes=slopes, max_abs_slope=worst, logits_slope=slopes[LOGITS],
                        passed=status == PASSED, widths=sizes, steps=steps,
                        max_slope=max_slope, axis=axis, seeds=seeds, slope_ci=ci, status=status,

@@ -39,6 +39,13 @@ from transfer.verdict.shared_curvature import (
 )
 from transfer.verdict.trajectory import CONVERGING, INTERPOLATED, MODELS, trajectory
 
+# the fewest sizes (widths, depths) a coordinate check's rejection is read over (coord.py): a
+# slope between two sizes is one step of the smallest ones, whose pre-asymptotic change it cannot
+# tell from a μP violation (`budget=smoke` on a Mistral-Nemo-like config.json: widths 32 and 64,
+# 4-head proxies at its tuned lr, 0.78 [0.36, 1.46]; over widths 32-256 at the default budget,
+# 0.04-0.05)
+MIN_SIZES_TO_REJECT = 3
+
 PASSED, REJECTED, INCONCLUSIVE = "passed", "rejected", "inconclusive"
 INTERVAL_SCALE = 1.0  # measured: see `Limits.interval_scale`
 
@@ -319,10 +326,18 @@ def _coord_rules(coord: Mapping, ax: str, max_slope: float, rej: list[str],
     if status == "rejected":
         rej.append(f"coordinate check failed: activation size changes with {ax} ({said})")
     elif status == "inconclusive":
-        why = ("its interval straddles the limit" if all(map(math.isfinite, ci)) else
-               "one seed gives no interval")
-        unk.append(f"coordinate check cannot tell: {why} ({said}); "
-                   "more seeds (validation.coord_seeds) narrow it")
+        sizes = coord.get("widths") or coord.get("depths") or []
+        if not all(map(math.isfinite, ci)):
+            why, fix = "one seed gives no interval", "more seeds (validation.coord_seeds) narrow it"
+        elif ci[0] > coord.get("max_slope", max_slope) and len(sizes) < MIN_SIZES_TO_REJECT:
+            why = (f"its interval is above the limit over {len(sizes)} {ax}s "
+                   f"({', '.join(map(str, sizes))}), fewer than {MIN_SIZES_TO_REJECT}: one step "
+                   f"between the smallest sizes is not a trend in {ax}")
+            fix = f"more {ax}s the family can build (validation.coord_{ax}s) decide it"
+        else:
+            why, fix = "its interval straddles the limit", \
+                "more seeds (validation.coord_seeds) narrow it"
+        unk.append(f"coordinate check cannot tell: {why} ({said}); {fix}")
 
 
 def _below_floor(n_seeds: int, st: dict, limits: Limits) -> list[str]:
