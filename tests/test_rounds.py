@@ -118,29 +118,49 @@ def test_more_seeds_where_they_decide_reach_a_verdict():
 
 def test_the_hint_names_the_seeds_predicted_to_decide_and_their_price():
     """An inconclusive verdict that more seeds decide names the least k such that every curve
-    at k × its seeds is predicted to decide it, and prices it from the grid's seconds; a rerun
+    at k × its seeds is predicted to decide it, and prices it from each curve's seconds; a rerun
     of the grid at those seeds then decides it (here: passes)."""
     g, v = straddling()
     seeds = {w: len(g.curves[w][0][1]) for w in g.curves}
+    seconds = {64: 400.0, 256: 600.0}
     k = seeds_to_decide(v, seeds=seeds)
     assert k is not None and 2 <= k <= 16
     # k − 1 is not predicted to decide it: the least
     assert k == 2 or seeds_to_decide(v, seeds=seeds, max_multiple=k - 1) is None
-    hint = decide_hint(v, seeds=seeds, seconds=1000.0, knob=lambda m: f"validation.seeds={2 * m}")
-    assert hint.startswith(f"validation.seeds={2 * k}: every curve at {k} × its seeds")
-    assert f"~{1000 * k:,.0f} trial-seconds" in hint and "about even odds" in hint
+    hint = decide_hint(v, seeds=seeds, seconds=seconds,
+                       knob=lambda m: f"validation.seeds={2 * m}")
+    assert hint.startswith(f"validation.seeds={2 * k}: every curve at {k} × its planned seeds")
+    assert f"~{1000 * k:,.0f} trial-seconds for this grid against 1,000" in hint
+    assert "about even odds" in hint
     rerun = Grid(noise=0.07, seeds=2 * k, rng_seed=10)
     assert judge(rerun.curves, None, -7.0, Limits(), COORD_OK).outcome != INCONCLUSIVE
     # where not even 16 × is predicted to decide it, the hint says so (no static hint)
     assert seeds_to_decide(v, seeds=seeds, max_multiple=1) is None
-    short = decide_hint(v, seeds=seeds, seconds=1000.0, knob=str, max_multiple=1)
-    assert short.startswith("not even every curve at 1 × its seeds")
+    short = decide_hint(v, seeds=seeds, seconds=seconds, knob=str, max_multiple=1)
+    assert short.startswith("not even every curve at 1 × its planned seeds")
     # a passed verdict, or one that more seeds do not decide, has no priced hint
     passed = judge(Grid(noise=0.002).curves, None, -7.0, Limits(), COORD_OK)
-    assert decide_hint(passed, seeds=seeds, seconds=1000.0, knob=str) is None
+    assert decide_hint(passed, seeds=seeds, seconds=seconds, knob=str) is None
     one = judge(Grid(noise=0.07, seeds=1).curves, None, -7.0, Limits(), COORD_OK)
     assert not one.more_data_decides
-    assert decide_hint(one, seeds={64: 1, 256: 1}, seconds=1000.0, knob=str) is None
+    assert decide_hint(one, seeds={64: 1, 256: 1}, seconds=seconds, knob=str) is None
+
+
+def test_the_hint_counts_a_seed_round_against_the_planned_seeds():
+    """After a round took width 256 from its planned 2 seeds to 4, a rerun at k × the settings
+    gives it 2k, not 4k: k is found on the planned seeds, so it is more than the seeds it ended
+    with would say (3 against 2 here), and the price scales each curve's seconds by k × planned
+    / ended."""
+    g, v = straddling()
+    ended, planned = {64: 2, 256: 4}, {64: 2, 256: 2}
+    k_planned = seeds_to_decide(v, seeds=ended, planned=planned)
+    k_ended = seeds_to_decide(v, seeds=ended)
+    assert k_planned is not None and k_ended is not None and k_planned > k_ended
+    hint = decide_hint(v, seeds=ended, seconds={64: 400.0, 256: 1200.0},
+                       knob=lambda m: f"validation.seeds={2 * m}", planned=planned)
+    price = 400.0 * k_planned + 1200.0 * k_planned * 2 / 4
+    assert hint.startswith(f"validation.seeds={2 * k_planned}: ")
+    assert f"~{price:,.0f} trial-seconds for this grid against 1,600" in hint
 
 
 def test_a_run_prints_the_priced_hint_but_not_on_a_budget_that_cannot_pass():

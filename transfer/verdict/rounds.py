@@ -158,40 +158,52 @@ def _predicted(v: Verdict, quantities: list, snr: bool, half: Mapping[int, float
 
 
 def seeds_to_decide(v: Verdict, *, seeds: Mapping[int, int],
+                    planned: Mapping[int, int] | None = None,
                     max_multiple: int = HINT_MULTIPLE) -> int | None:
     """What an inconclusive verdict would take, for the user who reruns it: the least k ≤
-    `max_multiple` such that every curve at k × its seeds is predicted to decide it (a rerun's
-    first look, at the verdict's own confidence; the estimates staying where they are, so
-    about even odds that it then passes: replayed on the 2026-12-07 compare's runs, Qwen2.5's
-    width grid, predicted 2 ×, passes 52 % of draws at 2 ×, Qwen3's, predicted 8 ×, 40 % at
-    8 ×; docs/verdict.md). None when more seeds are not
-    what stands in the way (`Verdict.more_data_decides` false: an optimum not located, too few
-    points, a disagreement of models) or when not even `max_multiple` × is predicted to."""
+    `max_multiple` such that every curve at k × its `planned` seeds (a rerun's at 1 ×, the
+    grid's settings; None: the `seeds` it has) is predicted to decide it. A curve that a seed
+    round took past its plan counts the seeds it has against the rerun's k × planned (a rerun
+    starts afresh). A rerun's first look, at the verdict's own confidence; the estimates staying
+    where they are, so about even odds that it then passes: replayed on the 2026-12-07
+    compare's runs, Qwen2.5's width grid, predicted 2 ×, passes 52 % of draws at 2 ×, Qwen3's,
+    predicted 8 ×, 40 % at 8 ×; docs/verdict.md. None when more seeds are not what stands in
+    the way (`Verdict.more_data_decides` false: an optimum not located, too few points, a
+    disagreement of models) or when not even `max_multiple` × is predicted to."""
     what = _what_straddles(v) if v.more_data_decides else None
     if what is None:
         return None
+    planned = seeds if planned is None else planned
     quantities, snr, half = what
     for k in range(2, max_multiple + 1):
         if _predicted(v, quantities, snr, half, 1.0, seeds,
-                      {w: (k - 1) * seeds[w] for w in v.widths}):
+                      {w: k * planned[w] - seeds[w] for w in v.widths}):
             return k
     return None
 
 
-def decide_hint(v: Verdict, *, seeds: Mapping[int, int], seconds: float,
-                knob: Callable[[int], str], max_multiple: int = HINT_MULTIPLE) -> str | None:
+def decide_hint(v: Verdict, *, seeds: Mapping[int, int], seconds: Mapping[int, float],
+                knob: Callable[[int], str], planned: Mapping[int, int] | None = None,
+                max_multiple: int = HINT_MULTIPLE) -> str | None:
     """The "to decide it" line of an inconclusive verdict whose only obstacle is what more
-    seeds decide: the rerun `knob(k)` names (every curve at k × its seeds, `seeds_to_decide`)
-    and its price, k × the grid's `seconds` of training now; or, where not even
-    `max_multiple` × is predicted to decide it, that (the static hint would mislead). None where
-    more seeds are not the obstacle: the verdict's static hint (`Limits.decide_hint`) stands."""
+    seeds decide: the rerun `knob(k)` names (every curve at k × its `planned` seeds,
+    `seeds_to_decide`) and its price, each curve's `seconds` of training now × k × planned /
+    the seeds it has; or, where not even `max_multiple` × is predicted to decide it, that (the
+    static hint would mislead). None where more seeds are not the obstacle: the verdict's
+    static hint (`Limits.decide_hint`) stands."""
     if v.outcome != "inconclusive" or not v.more_data_decides:
         return None
-    k = seeds_to_decide(v, seeds=seeds, max_multiple=max_multiple)
+    planned = seeds if planned is None else planned
+    now = sum(seconds.values())
+
+    def price(k: int) -> float:
+        return sum(t * k * planned[w] / seeds[w] for w, t in seconds.items())
+
+    k = seeds_to_decide(v, seeds=seeds, planned=planned, max_multiple=max_multiple)
     if k is None:
-        return (f"not even every curve at {max_multiple} × its seeds (~{max_multiple * seconds:,.0f}"
-                f" trial-seconds for this grid) is predicted to decide it at these curves' "
-                f"sizes and tokens")
-    return (f"{knob(k)}: every curve at {k} × its seeds, ~{k * seconds:,.0f} trial-seconds for "
-            f"this grid against {seconds:,.0f}, is predicted to decide it if the estimates stay "
-            f"where they are (about even odds)")
+        return (f"not even every curve at {max_multiple} × its planned seeds "
+                f"(~{price(max_multiple):,.0f} trial-seconds for this grid) is predicted to "
+                f"decide it at these curves' sizes and tokens")
+    return (f"{knob(k)}: every curve at {k} × its planned seeds, ~{price(k):,.0f} "
+            f"trial-seconds for this grid against {now:,.0f}, is predicted to decide it if the "
+            f"estimates stay where they are (about even odds)")

@@ -579,23 +579,28 @@ def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
     verdict = judge(curves, None, round(math.log2(tuned_lr), 6), limits, coord)
     seeds = ctx.cfg.validation.seeds
     return with_hint(verdict, study, curves, "width",
-                     lambda k: f"validation.seeds={k * int(seeds)}", limits)
+                     lambda k: f"validation.seeds={k * int(seeds)}", limits, width_plan(ctx))
 
 
 def with_hint(verdict: Verdict, study: optuna.Study, curves: dict, axis: str,
-              knob: Callable[[int], str], limits: Limits) -> Verdict:
+              knob: Callable[[int], str], limits: Limits, plan: GridPlan | None = None) -> Verdict:
     """`verdict` whose `decide_with` prices what would decide it (`rounds.decide_hint`): the
-    seeds of each of its `curves` and the seconds its grid trained (the trials' own), where
-    more seeds are what stands in the way; else as it is (and always on a budget that cannot
-    pass, `Limits.can_pass` false: its own hint names the budget that can)."""
+    seeds each of its `curves` has, the seeds `plan` gave it (what `knob(k)` multiplies by k;
+    None: the seeds it has) and the seconds each curve trained (the trials' own), where more
+    seeds are what stands in the way; else as it is (and always on a budget that cannot pass,
+    `Limits.can_pass` false: its own hint names the budget that can)."""
     if verdict.outcome != "inconclusive" or not limits.can_pass:
         return verdict
     seeds = {k: min((len(ys) for _, ys in pts), default=0) for k, pts in curves.items()}
     if not all(seeds.values()):
         return verdict
-    seconds = sum(t.user_attrs.get("seconds", 0.0) for t in study.get_trials(deepcopy=False)
-                  if t.state == TrialState.COMPLETE and t.params.get(axis) in curves)
-    hint = decide_hint(verdict, seeds=seeds, seconds=seconds, knob=knob)
+    planned = {k: plan[k].seeds if plan is not None and k in plan.keys else n
+               for k, n in seeds.items()}
+    seconds = dict.fromkeys(curves, 0.0)
+    for t in study.get_trials(deepcopy=False):
+        if t.state == TrialState.COMPLETE and t.params.get(axis) in seconds:
+            seconds[t.params[axis]] += t.user_attrs.get("seconds", 0.0)
+    hint = decide_hint(verdict, seeds=seeds, seconds=seconds, knob=knob, planned=planned)
     return verdict if hint is None else dataclasses.replace(verdict, decide_with=hint)
 
 
