@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from transfer.core.compose import as_config, compose
@@ -30,8 +31,12 @@ WIDTHS = [32, 64, 128, 256]
 DEPTHS = [2, 4, 8, 16]
 
 
-def family(model: str, parametrization: str):
-    cfg = as_config(compose([f"model={model}", f"proxy.parametrization={parametrization}"]))
+def family(model: str, parametrization: str, overrides: Sequence[str] = ()):
+    """The proxy family of a preset, or of a config.json (a path: `model=hf`), with
+    `overrides` (e.g. budget=smoke, whose proxies are smaller)."""
+    target = ([f"model={model}"] if not Path(model).exists() else
+              ["model=hf", f"model.config={model}", "model.train_tokens=1e12"])
+    cfg = as_config(compose([*target, f"proxy.parametrization={parametrization}", *overrides]))
     return instantiate_family(cfg, plan_proxies(cfg), 256).family  # the byte corpus' vocabulary
 
 
@@ -50,15 +55,22 @@ class SqrtWidthEmbedding:
 
 
 def cases(args) -> list[tuple[str, str, object]]:
-    out = [(m, "mup", family(m, "mup")) for m in args.models]
-    out += [(m, "sp", family(m, "sp")) for m in args.sp]
-    out += [(m, "sqrt-width", SqrtWidthEmbedding(family(m, "mup"))) for m in args.sqrt_width]
+    ov = args.override
+    out = [(m, "mup", family(m, "mup", ov)) for m in args.models]
+    out += [(m, "sp", family(m, "sp", ov)) for m in args.sp]
+    out += [(m, "sqrt-width", SqrtWidthEmbedding(family(m, "mup", ov))) for m in args.sqrt_width]
     return out
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=["llama3.2-3b", "qwen2.5-3b", "gemma2-2b"])
+    ap.add_argument("--models", nargs="+", default=["llama3.2-3b", "qwen2.5-3b", "gemma2-2b"],
+                    help="presets, or paths to config.json files (model=hf)")
+    ap.add_argument("--override", nargs="*", default=[],
+                    help="Hydra overrides for every model's proxies, e.g. budget=smoke")
+    ap.add_argument("--widths", type=int, nargs="+", default=WIDTHS)
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--no-depth", action="store_true", help="the width check only")
     ap.add_argument("--sp", nargs="*", default=["llama3.2-3b"], help="presets also run in SP")
     ap.add_argument("--sqrt-width", nargs="*", default=[],
                     help="presets also run with embeddings × √width")
@@ -74,8 +86,9 @@ def main(argv=None) -> None:
     rows = []
     for model, kind, fam in cases(args):
         axes = [("width", lambda s, fam=fam: coord_check(
-            fam, widths=WIDTHS, corpus=corpus, steps=4, lr=args.lr, seed=s, seeds=args.group))]
-        if kind == "mup":
+            fam, widths=args.widths, corpus=corpus, steps=args.steps, lr=args.lr, seed=s,
+            seeds=args.group))]
+        if kind == "mup" and not args.no_depth:
             axes.append(("depth", lambda s, fam=fam: depth_coord_check(
                 fam, depths=DEPTHS, width=32, corpus=corpus, steps=4, lr=args.lr, seed=s,
                 seeds=args.group)))
@@ -86,7 +99,8 @@ def main(argv=None) -> None:
                 row = {"model": model, "kind": kind, "axis": axis, "seeds": [
                     b * args.group, (b + 1) * args.group - 1], "max_abs_slope": r.max_abs_slope,
                     "ci": list(r.slope_ci), "worst": worst,
-                    "status": {str(lim): coord_status(r.slope_ci, lim) for lim in args.limits}}
+                    "status": {str(lim): coord_status(r.slope_ci, lim, len(r.widths))
+                               for lim in args.limits}}
                 rows.append(row)
                 print(f"{model} {kind} {axis} seeds {row['seeds'][0]}-{row['seeds'][1]}: "
                       f"{r.max_abs_slope:.2f} [{r.slope_ci[0]:.2f}, {r.slope_ci[1]:.2f}] "

@@ -41,9 +41,8 @@ from transfer.verdict.trajectory import CONVERGING, INTERPOLATED, MODELS, trajec
 
 # the fewest sizes (widths, depths) a coordinate check's rejection is read over (coord.py): a
 # slope between two sizes is one step of the smallest ones, whose pre-asymptotic change it cannot
-# tell from a μP violation (`budget=smoke` on a Mistral-Nemo-like config.json: widths 32 and 64,
-# 4-head proxies at its tuned lr, 0.78 [0.36, 1.46]; over widths 32-256 at the default budget,
-# 0.04-0.05)
+# tell from a μP violation (Mistral Nemo's config.json at budget=smoke, widths 32 and 64 with
+# 4-head proxies: 0.78 [0.36, 1.46]; at the default budget's 32-256, 0.11-0.12; docs/verdict.md)
 MIN_SIZES_TO_REJECT = 3
 
 PASSED, REJECTED, INCONCLUSIVE = "passed", "rejected", "inconclusive"
