@@ -21,6 +21,7 @@ from transfer.verdict.curves import grid
 from transfer.verdict.judge import INCONCLUSIVE, PASSED, Limits, judge
 from transfer.verdict.rounds import (
     decide_hint,
+    farther_hint,
     look_confidence,
     look_of,
     plan_round,
@@ -161,6 +162,35 @@ def test_the_hint_counts_a_seed_round_against_the_planned_seeds():
     price = 400.0 * k_planned + 1200.0 * k_planned * 2 / 4
     assert hint.startswith(f"validation.seeds={2 * k_planned}: ")
     assert f"~{price:,.0f} trial-seconds for this grid against 1,600" in hint
+
+
+def drifting(vertices: dict[int, float], noise: float = 0.003) -> dict:
+    """Clean curves at widths 64-256 whose optimum moves by `vertices`, the wider one better."""
+    rng = np.random.default_rng(0)
+    return {w: [(float(x), list(2.6 - 0.05 * math.log2(w / 64) + 0.06 * (x - v) ** 2
+                                + rng.normal(0, noise, 2))) for x in grid(v, 7, 0.5)]
+            for w, v in vertices.items()}
+
+
+def test_models_that_disagree_at_the_target_are_priced_as_a_curve_nearer_it():
+    """An optimum that moves −0.45 octave from 64 to 256 (inside ±0.5) on clean curves: the
+    converging and log-linear models disagree at 3072 by more than 0.5, which more seeds at these
+    widths do not settle; the hint names one more width, priced from the widest curve's seconds.
+    A verdict held by anything else (a straddling drift alone) has no such hint."""
+    v = judge(drifting({64: -6.0, 128: -6.3, 256: -6.45}), None, -6.0,
+              Limits(target_width=3072), COORD_OK)
+    assert v.outcome == INCONCLUSIVE and v.farther_decides and not v.more_data_decides
+    assert [r for r in v.inconclusive_because if "models disagree" in r] == \
+        v.inconclusive_because
+    seconds = {64: 100.0, 128: 200.0, 256: 600.0}
+    assert seeds_to_decide(v, seeds=dict.fromkeys(seconds, 2)) is None
+    hint = farther_hint(v, seconds=seconds, knob="proxy.validation_width=512", cost_ratio=4.0)
+    assert hint.startswith("proxy.validation_width=512: one more curve nearer the target, "
+                           "~2,400 trial-seconds (4 × the width-256 curve's 600)")
+    assert f"disagree by {v.trajectory['disagreement']:.2f} octave at 3072" in hint
+    _, straddle = straddling()
+    assert not straddle.farther_decides
+    assert farther_hint(straddle, seconds=seconds, knob="x", cost_ratio=4.0) is None
 
 
 def test_a_run_prints_the_priced_hint_but_not_on_a_budget_that_cannot_pass():

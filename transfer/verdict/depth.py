@@ -179,7 +179,9 @@ def validate_depth(ctx: Context, hp: dict, width_study: optuna.Study, *,
     knob = (lambda k: f"validation.depth_first_seeds={k * int(v.depth_first_seeds)} "
                       f"validation.depth_later_seeds={k * int(v.depth_later_seeds)} "
                       f"validation.depth_seeds={k * grid_seeds(ctx)}")
-    return with_hint(verdict, study, measured, "n_layers", knob, limits, depth_plan(ctx)), res
+    deepest = max(measured)
+    return with_hint(verdict, study, measured, "n_layers", knob, limits, depth_plan(ctx),
+                     farther=(f"validation.depth={2 * deepest}", 2.0)), res
 
 
 def depth_limits(ctx: Context, target_depth: int | None, looks: int = 1) -> Limits:

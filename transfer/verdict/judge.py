@@ -44,6 +44,7 @@ from transfer.verdict.trajectory import CONVERGING, INTERPOLATED, MODELS, trajec
 # tell from a μP violation (Mistral Nemo's config.json at budget=smoke, widths 32 and 64 with
 # 4-head proxies: 0.78 [0.36, 1.46]; at the default budget's 32-256, 0.11-0.12; docs/verdict.md)
 MIN_SIZES_TO_REJECT = 3
+DISAGREE = "the trajectory models disagree"  # how the models' disagreement reason begins
 
 PASSED, REJECTED, INCONCLUSIVE = "passed", "rejected", "inconclusive"
 INTERVAL_SCALE = 1.0  # measured: see `Limits.interval_scale`
@@ -133,6 +134,9 @@ class Verdict:
     decide_with: str | None = None
     fit: dict = field(default_factory=dict)  # the curve model, its asymmetry, the calibration
     more_data_decides: bool = False  # inconclusive only on what more seeds can decide
+    # inconclusive on the trajectory models' disagreement at the target, and otherwise only on
+    # what more seeds can decide: a curve nearer the target may (`rounds.farther_hint`)
+    farther_decides: bool = False
     straddling: list[str] = field(default_factory=list)  # drift, gap, target, snr, flat (unbounded by a low S/N)
     best_log2_lr_ci: dict = field(default_factory=dict)  # width -> each vertex's interval
 
@@ -270,6 +274,9 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
     # this run and a verdict: more seeds where they narrow those intervals most can decide it
     # (transfer.verdict.rounds, planned by the width and depth grids).
     more_data_decides = outcome == INCONCLUSIVE and set(unk) <= set(straddle.values())
+    disagree = {r for r in unk if r.startswith(DISAGREE)}
+    farther_decides = bool(outcome == INCONCLUSIVE and disagree
+                           and set(unk) <= set(straddle.values()) | disagree)
     if outcome == PASSED and not limits.can_pass:
         unk.append("this budget is a plumbing check (too few seeds, points and tokens): it never "
                    "validates a transfer")
@@ -305,7 +312,8 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
              "calibration": calibration},
         extrapolation=extrap, coord_check=coord, confidence=limits.confidence,
         trajectory=None if traj is None else traj.to_dict(), rejected_because=rej,
-        inconclusive_because=unk, more_data_decides=more_data_decides, straddling=list(straddle),
+        inconclusive_because=unk, more_data_decides=more_data_decides,
+        farther_decides=farther_decides, straddling=list(straddle),
         best_log2_lr_ci=stats.get("v_ci", dict.fromkeys(widths, [math.nan, math.nan])),
         decide_with=limits.decide_hint if outcome == INCONCLUSIVE else None)
 
@@ -448,7 +456,7 @@ def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: dict[str, str
         unk.append(straddle["target"])
     if t.model != INTERPOLATED and not t.disagreement <= tol:  # inside the grid: no model
         other = next(m for m in t.models if m != t.model)
-        unk.append(f"the trajectory models disagree at {at} by {t.disagreement:.2f} octave "
+        unk.append(f"{DISAGREE} at {at} by {t.disagreement:.2f} octave "
                    f"({t.model} {t.estimate:.2f}, {other} {t.models[other]['estimate']:.2f}), "
                    f"more than ±{tol}: the extrapolation depends on the model")
 

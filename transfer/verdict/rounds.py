@@ -35,8 +35,8 @@ from statistics import NormalDist
 from transfer.verdict.judge import Verdict
 from transfer.verdict.trajectory import weights as trajectory_weights
 
-__all__ = ["HINT_MULTIPLE", "MAX_MULTIPLE", "decide_hint", "look_confidence", "look_of",
-           "plan_round", "seeds_to_decide"]
+__all__ = ["HINT_MULTIPLE", "MAX_MULTIPLE", "decide_hint", "farther_hint", "look_confidence",
+           "look_of", "plan_round", "seeds_to_decide"]
 
 MAX_MULTIPLE = 4  # a round adds at most this many times validation.seeds at a width
 HINT_MULTIPLE = 16  # the most seeds `seeds_to_decide` prices, as a multiple of the grid's
@@ -207,3 +207,20 @@ def decide_hint(v: Verdict, *, seeds: Mapping[int, int], seconds: Mapping[int, f
     return (f"{knob(k)}: every curve at {k} × its planned seeds, ~{price(k):,.0f} "
             f"trial-seconds for this grid against {now:,.0f}, is predicted to decide it if the "
             f"estimates stay where they are (about even odds)")
+
+
+def farther_hint(v: Verdict, *, seconds: Mapping[int, float], knob: str,
+                 cost_ratio: float) -> str | None:
+    """The "to decide it" line of an inconclusive verdict held by its trajectory models'
+    disagreement at the target (their extrapolation, which more seeds at these sizes do not
+    settle) and otherwise only by what more seeds decide (`Verdict.farther_decides`): one more
+    curve nearer the target, `knob`, priced at `cost_ratio` × the farthest curve's `seconds`
+    (FLOPs per token: ~4 × for a doubled width, 2 × for a doubled depth). None elsewhere (an
+    optimum not located, too few points or curves): the static hint stands there."""
+    if not v.farther_decides or not v.trajectory or not seconds:
+        return None
+    far, t = max(seconds), v.trajectory
+    return (f"{knob}: one more curve nearer the target, ~{cost_ratio * seconds[far]:,.0f} "
+            f"trial-seconds ({cost_ratio:g} × the {t.get('axis', 'width')}-{far} curve's "
+            f"{seconds[far]:,.0f}); more seeds at these sizes do not settle models that disagree "
+            f"by {t['disagreement']:.2f} octave at {t['target_width']}, a curve nearer it may")

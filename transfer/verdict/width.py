@@ -30,7 +30,13 @@ from transfer.verdict.curves import (
 )
 from transfer.verdict.judge import REJECTED, Limits, Verdict, judge
 from transfer.verdict.plan import CurvePlan, GridPlan, best_point, grid_plan
-from transfer.verdict.rounds import MAX_MULTIPLE, decide_hint, look_confidence, plan_round
+from transfer.verdict.rounds import (
+    MAX_MULTIPLE,
+    decide_hint,
+    farther_hint,
+    look_confidence,
+    plan_round,
+)
 from transfer.verdict.trajectory import model_for, prior_offset
 
 
@@ -578,17 +584,27 @@ def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
                          looks=looks_taken(ctx, study))
     verdict = judge(curves, None, round(math.log2(tuned_lr), 6), limits, coord)
     seeds = ctx.cfg.validation.seeds
+    widest = max(curves)
     return with_hint(verdict, study, curves, "width",
-                     lambda k: f"validation.seeds={k * int(seeds)}", limits, width_plan(ctx))
+                     lambda k: f"validation.seeds={k * int(seeds)}", limits, width_plan(ctx),
+                     farther=(f"proxy.validation_width={2 * widest}", WIDER_COST))
+
+
+# a curve at twice the widest width, in trial-seconds per the widest curve's: its FLOPs per
+# token, the d_model² terms (4 ×) with the embedding's and attention's (2 ×) beside them
+WIDER_COST = 4.0
 
 
 def with_hint(verdict: Verdict, study: optuna.Study, curves: dict, axis: str,
-              knob: Callable[[int], str], limits: Limits, plan: GridPlan | None = None) -> Verdict:
-    """`verdict` whose `decide_with` prices what would decide it (`rounds.decide_hint`): the
-    seeds each of its `curves` has, the seeds `plan` gave it (what `knob(k)` multiplies by k;
-    None: the seeds it has) and the seconds each curve trained (the trials' own), where more
-    seeds are what stands in the way; else as it is (and always on a budget that cannot pass,
-    `Limits.can_pass` false: its own hint names the budget that can)."""
+              knob: Callable[[int], str], limits: Limits, plan: GridPlan | None = None,
+              farther: tuple[str, float] | None = None) -> Verdict:
+    """`verdict` whose `decide_with` prices what would decide it: where more seeds are what
+    stands in the way (`rounds.decide_hint`), from the seeds each of its `curves` has, the seeds
+    `plan` gave it (what `knob(k)` multiplies by k; None: the seeds it has) and the seconds each
+    curve trained (the trials' own); where the trajectory models' disagreement at the target
+    does (`rounds.farther_hint`), `farther`'s (knob, cost ratio): one more curve nearer the
+    target. Else as it is (and always on a budget that cannot pass, `Limits.can_pass` false:
+    its own hint names the budget that can)."""
     if verdict.outcome != "inconclusive" or not limits.can_pass:
         return verdict
     seeds = {k: min((len(ys) for _, ys in pts), default=0) for k, pts in curves.items()}
@@ -601,6 +617,8 @@ def with_hint(verdict: Verdict, study: optuna.Study, curves: dict, axis: str,
         if t.state == TrialState.COMPLETE and t.params.get(axis) in seconds:
             seconds[t.params[axis]] += t.user_attrs.get("seconds", 0.0)
     hint = decide_hint(verdict, seeds=seeds, seconds=seconds, knob=knob, planned=planned)
+    if hint is None and farther is not None:
+        hint = farther_hint(verdict, seconds=seconds, knob=farther[0], cost_ratio=farther[1])
     return verdict if hint is None else dataclasses.replace(verdict, decide_with=hint)
 
 
