@@ -35,6 +35,10 @@ CLI_BAD = [
     ("model.no_rope_interval=0", "model.no_rope_interval=0"),
     ("model.sliding_window_pattern=0", "model.sliding_window_pattern=0"),
     ("model.rope_local_theta=-5", "model.rope_local_theta=-5"),
+    ("model.train_tokens=inf", "model.train_tokens must be a finite number"),  # trained, exit 1
+    ("model.qk_norm=bogus", "model.qk_norm='bogus'; use one of null, head, proj"),
+    ("model.norm=batchnorm", "model.norm='batchnorm'; use one of rmsnorm, layernorm"),
+    ("model.positions=alibi", "model.positions='alibi'; use one of rope, learned"),
 ]
 
 
@@ -71,6 +75,12 @@ JSON_BAD = [
     ({"hidden_size": 250}, "hidden_size=250 is not divisible"),
     ({"hidden_size": "256"}, "hidden_size='256'"),
     ({"head_dim": 0}, "head_dim=0"),
+    # fields transformers 5's AutoConfig refuses by type (huggingface_hub's StrictDataclassError,
+    # a traceback and exit 1 before), or that the mapping cannot convert
+    ({"rms_norm_eps": None}, "Validation error for field 'rms_norm_eps'"),
+    ({"tie_word_embeddings": "yes"}, "Validation error for field 'tie_word_embeddings'"),
+    ({"rope_scaling": "linear"}, "could not be read by AutoConfig"),
+    ({"rope_theta": "abc"}, "a field could not be read (ValueError"),
 ]
 
 
@@ -116,3 +126,30 @@ def test_the_command_line_says_it_as_the_process_does(tmp_path):
         "error: model.n_heads=0 must be a whole number in [1, 4096]; fix the target "
         "(model.* or its config.json)"]
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(("override", "says"), [
+    ("model.d_model=64.5", "Error merging override model.d_model=64.5: Value '64.5' of type "
+     "'float' could not be converted to Integer; fix it on the command line"),
+    ("model.widht=64", "Could not override 'model.widht': Key 'widht' not in 'ModelConf'"),
+])
+def test_an_override_hydra_cannot_merge_is_one_line_and_exit_2(override, says, tmp_path):
+    """A value of the wrong type or a key the schema lacks: Hydra's own report was several
+    lines and exit 1; the CLI composes first and says it in one line."""
+    done = subprocess.run([sys.executable, "-m", "transfer.sweep", "model=tiny", override,
+                           "budget=smoke", f"archive_dir={tmp_path / 's'}"],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 2, done.stderr
+    err = done.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
+    assert not (tmp_path / "s").exists()
+
+
+def test_the_schemas_choices_are_the_proxies():
+    """check_config's lists of norms, positions and q/k norms are what the built-in proxies
+    build (kept in both places: the proxies' files are in the trial-deciding code's hash)."""
+    from proxies import layers, transformer
+    from transfer.core import config
+
+    assert config.NORMS == transformer.NORMS and config.POSITIONS == transformer.POSITIONS
+    assert config.QK_NORMS == layers.QK_NORMS and config.MLPS == transformer.MLPS

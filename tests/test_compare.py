@@ -149,6 +149,7 @@ def test_compare_runs_reuses_and_adds_one_family(tmp_path):
     ("tiny,nope", [], "unknown model 'nope'"),
     ("tiny,hf", [], "conf/model/<name>.yaml"),
     ("tiny,1b", ["model.n_kv_heads=3"], "model.n_kv_heads=3"),
+    ("tiny,1b", ["model.d_model=64.5"], "Error merging override model.d_model=64.5"),
 ])
 def test_bad_input_is_exit_2_one_line_nothing_written(models, extra, says, tmp_path):
     done = _compare(tmp_path, models, *extra)

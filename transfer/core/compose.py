@@ -50,6 +50,9 @@ def hydra_main(task):
     import hydra
 
     register_configs()
+    if (line := override_error(sys.argv[1:])) is not None:
+        print(f"error: {line}", file=sys.stderr)
+        sys.exit(2)  # transfer.core.errors.EXIT_USER_ERROR
 
     @hydra.main(config_path=f"pkg://{CONF_MODULE}", config_name=CONFIG_NAME,
                 version_base=VERSION_BASE)
@@ -63,6 +66,30 @@ def hydra_main(task):
         sys.exit(code)
 
     _main()
+
+
+def override_error(argv: Sequence[str]) -> str | None:
+    """One line for a command line whose overrides do not compose: a value of the wrong type
+    (`model.d_model=64.5`), a key the schema lacks (`model.widht=64`). Hydra's own report is
+    several lines and exit 1; composing first (`compose`, the same config) finds it. None when
+    it composes, and for what Hydra answers itself: flags (`-m`, `--cfg`, ...) and its own
+    `hydra.*` / `hydra/...` overrides."""
+    from hydra.errors import ConfigCompositionException
+
+    if any(a.startswith("-") for a in argv):
+        return None
+    args = [a for a in argv if not a.lstrip("+~").startswith("hydra")]
+    try:
+        compose(args)
+    except ConfigCompositionException as e:
+        cause = e.__cause__ or e.__context__
+        why = str(cause).strip().splitlines()[0] if cause is not None and str(cause).strip() \
+            else ""
+        first = str(e).strip().splitlines()[0].rstrip(".")
+        return f"{first}{': ' + why if why else ''}; fix it on the command line"
+    except Exception:  # noqa: BLE001 - anything else is Hydra's (or the job's) to report
+        return None
+    return None
 
 
 def register_configs() -> None:

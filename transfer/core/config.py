@@ -23,6 +23,12 @@ MISSING = "???"  # OmegaConf's mandatory-value marker (omegaconf.MISSING), as a 
 # the targets' Hugging Face families (model_type)
 FAMILIES = ("llama", "qwen2", "gemma2", "mistral", "qwen3", "olmo2", "gemma3_text", "smollm3")
 MLPS = ("swiglu", "geglu", "gelu")  # geglu: Gemma's gated tanh-GELU
+# what the built-in proxies build (proxies.transformer's NORMS, POSITIONS; proxies.layers'
+# QK_NORMS, left in place: their files are in the trial-deciding code's hash,
+# transfer.archive.code), checked here before anything runs
+NORMS = ("rmsnorm", "layernorm")
+POSITIONS = ("rope", "learned")
+QK_NORMS = (None, "head", "proj")  # q/k RMSNorm: none, over head_dim per head, over q / k whole
 SCHEDULES = ("cosine", "linear", "wsd")  # the lr's decay after warmup (transfer.search.trainer)
 HORIZON_METHODS = ("two_budgets", "branched")  # validation.horizon_method
 
@@ -440,8 +446,8 @@ def check_model(m: ModelConf) -> None:
         v = getattr(m, name)
         if v is not None and (not isinstance(v, int | float) or not math.isfinite(v) or v <= 0):
             _fail(f"model.{name}={v!r} must be a positive number, or null (off)")
-    if math.isnan(float(m.train_tokens)) or m.train_tokens <= 0:
-        _fail(f"model.train_tokens must be > 0, got {m.train_tokens}")
+    if not math.isfinite(float(m.train_tokens)) or m.train_tokens <= 0:
+        _fail(f"model.train_tokens must be a finite number > 0, got {m.train_tokens}")
 
 
 def archived_validation(saved: Mapping[str, Any]):
@@ -475,6 +481,10 @@ def check_config(cfg: Config) -> None:
         _fail(f"model.family={c.model.family!r}; use one of {', '.join(FAMILIES)}")
     if c.model.mlp not in MLPS:
         _fail(f"model.mlp={c.model.mlp!r}; use one of {', '.join(MLPS)}")
+    for name, allowed in (("norm", NORMS), ("positions", POSITIONS), ("qk_norm", QK_NORMS)):
+        if getattr(c.model, name) not in allowed:
+            _fail(f"model.{name}={getattr(c.model, name)!r}; use one of "
+                  f"{', '.join('null' if a is None else a for a in allowed)}")
     t = c.train
     if t.weight_decay_rule not in ("timescale", "fixed"):
         _fail(f"train.weight_decay_rule={t.weight_decay_rule!r}; use timescale (the target's "

@@ -78,9 +78,11 @@ def read_config(path: str | Path) -> dict[str, Any]:
     check_sizes(raw, str(path), complete=False)  # before AutoConfig, which divides by them
     try:
         cfg = transformers.AutoConfig.from_pretrained(str(p), local_files_only=True)
-    except (OSError, ValueError, TypeError, ZeroDivisionError) as e:
-        raise UserError(f"model.config={str(path)!r} could not be read by AutoConfig: "
-                        f"{str(e).splitlines()[0]}") from None
+    except Exception as e:  # noqa: BLE001 - a file AutoConfig refuses (transformers 5 checks
+        # each field's type: huggingface_hub's StrictDataclassError, not a ValueError) is bad input
+        why = " ".join(line.strip() for line in str(e).strip().splitlines()[:2])
+        raise UserError(f"model.config={str(path)!r} could not be read by AutoConfig: {why}; "
+                        "fix the config.json") from None
     out = cfg.to_dict()
     check_sizes(out, str(path))  # with the config class's defaults for the fields left out
     return out
@@ -216,7 +218,13 @@ def resolve_hf(config: str, train_tokens_set: bool, unset) -> dict[str, Any]:
     if not train_tokens_set:
         raise UserError("model=hf needs model.train_tokens (the target's pretraining tokens, "
                         "e.g. model.train_tokens=2e12): a config.json does not hold it")
-    mapped = map_config(read_config(config))
+    raw = read_config(config)
+    try:
+        mapped = map_config(raw)
+    except (ValueError, TypeError, KeyError) as e:  # a field of the wrong kind ("abc" for θ)
+        raise UserError(f"model.config={config!r}: a field could not be read "
+                        f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+                        "fix the config.json") from None
     filled = {k: v for k, v in mapped.items() if unset(k)}
     if unset("source"):
         filled["source"] = f"config.json at {config} (model_type {mapped['family']})"
