@@ -261,6 +261,16 @@ BAD = [
                  "data.path", id="missing-token-file"),
     pytest.param(["data=tokens"], "data.path", id="no-token-file-given"),
     pytest.param(["data.root={tmp}/no-stdlib-here"], "data.root", id="missing-stdlib-root"),
+    # each trained, or wrote the archive, before it failed (a traceback, or exit 2 too late)
+    pytest.param(["validation.step_log2=0"], "validation.step_log2", id="step-zero"),
+    pytest.param(["validation.tolerance_log2=-1"], "validation.tolerance_log2",
+                 id="tolerance-negative"),
+    pytest.param(["train.batch_size=0"], "train.batch_size", id="batch-zero"),
+    pytest.param(["train.n_evals=0"], "train.n_evals", id="evals-zero"),
+    pytest.param(["train.eval_batches=0"], "train.eval_batches", id="eval-batches-zero"),
+    pytest.param(["validation.coord_widths=[16]"], "validation.coord_widths", id="coord-one"),
+    pytest.param(["validation.enabled=true", "validation.coord_widths=[16,17]"],
+                 "validation.coord_widths", id="coord-unbuildable"),
 ]
 
 

@@ -494,6 +494,12 @@ def check_config(cfg: Config) -> None:
     if not 0 <= t.warmup_fraction < 1:
         _fail(f"train.warmup_fraction={t.warmup_fraction} must be in [0, 1): warmup must be "
               "shorter than the run")
+    for name in ("batch_size", "n_evals", "eval_batches", "eval_batch_size"):
+        if getattr(t, name) < 1:  # before the archive: the trainer's own check came after it
+            _fail(f"train.{name} must be >= 1, got {getattr(t, name)}")
+    if not t.divergence_factor > 1:
+        _fail(f"train.divergence_factor must be > 1 (a loss that many times the first is "
+              f"diverged), got {t.divergence_factor}")
     if not c.stages.order:
         _fail("stages.order is empty; pick a stages preset, e.g. stages=default")
     for name in c.stages.order:
@@ -573,6 +579,17 @@ def check_config(cfg: Config) -> None:
                   f"noise), or null: validation.depth_seeds; got {value}")
     if v.seeds < 1:
         _fail(f"validation.seeds must be >= 1, got {v.seeds}")
+    for name in ("step_log2", "tolerance_log2", "max_gap", "coord_max_slope"):
+        if not getattr(v, name) > 0:
+            _fail(f"validation.{name} must be > 0, got {getattr(v, name)}")
+    if v.coord_steps < 2:
+        _fail(f"validation.coord_steps must be >= 2 (a zero-initialised readout moves after its "
+              f"first update), got {v.coord_steps}")
+    for name in ("coord_widths", "coord_depths"):
+        sizes = getattr(v, name)
+        if sizes is not None and (len(set(sizes)) < 2 or min(sizes) < 1):
+            _fail(f"validation.{name}={list(sizes)} needs two or more distinct sizes >= 1 (a "
+                  f"slope; three to reject), e.g. [32, 64, 128, 256]")
     if v.coord_seeds < 1:
         _fail(f"validation.coord_seeds must be >= 1, got {v.coord_seeds}")
     if v.max_extend < 0:

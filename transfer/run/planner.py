@@ -101,11 +101,32 @@ def _planned(cfg: Config, proxies: ProxyPlan, corpus: Corpus, payload: dict,
     config_fp = fingerprint(payload, data_hash=corpus.content_hash, versions=versions)
     fp = fingerprint({**payload, "code": code}, data_hash=corpus.content_hash, versions=versions)
     name = cfg.name or default_name(fp)
+    if cfg.validation.enabled:
+        _check_coord_widths(cfg, proxies)
     archive = Archive(Path(cfg.archive_dir).expanduser())
     archive.run_dir(name)  # a name= that is not a plain folder name is a user error
     _check_writable(archive.root)
     return Plan(plain_config(cfg, proxies.derived), proxies, corpus, fp, name, archive,
                 cfg, code, config_fp)
+
+
+def _check_coord_widths(cfg: Config, proxies: ProxyPlan) -> None:
+    """The coordinate check needs two widths the family can build (`validation.coord_widths`,
+    those it cannot left out: `transfer.verdict.width.coord_widths`); a UserError before
+    anything is written otherwise (it failed after the grids, a traceback)."""
+    check = getattr(proxies.family, "check_width", None)
+    built, why = [], ""
+    for w in cfg.validation.coord_widths:
+        try:
+            if check is not None:
+                check(w)
+            built.append(w)
+        except ValueError as e:
+            why = why or str(e)
+    if len(set(built)) < 2:
+        raise UserError(f"validation.coord_widths={list(cfg.validation.coord_widths)}: this "
+                        f"family builds {built or 'none'} of them ({why}); list two or more it "
+                        "can build")
 
 
 def _check_writable(root: Path) -> None:
