@@ -70,8 +70,6 @@ class CoordResult:
                 "steps": self.steps, "seeds": self.seeds, "axis": self.axis}
 
 
-
-
 def coord_status(ci: tuple[float, float], max_slope: float, n_sizes: int | None = None) -> str:
     """The check's answer from its interval: a rejection needs the whole interval above the
     limit (and, where `n_sizes` is given, at least MIN_SIZES_TO_REJECT sizes), a pass the whole
