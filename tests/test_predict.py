@@ -4,6 +4,8 @@ arithmetic is checked without timing anything."""
 
 import json
 import math
+import subprocess
+import sys
 
 from helpers_sweep import TINY, compose_cfg, only_run
 
@@ -206,3 +208,18 @@ def test_an_early_look_spares_sp_the_widths_past_its_expected_rejection():
     pred = {k: predict.predict_run(c)["phases"]["validation"] for k, c in ctxs.items()}
     assert pred["sp", "true"] < pred["sp", "false"]
     assert pred["mup", "true"] == pred["mup", "false"]
+
+
+def test_startup_is_counted_from_this_process_s_first_import_of_transfer(tmp_path):
+    """A shell that execs the last command of a chain (`( sleep … && python -m transfer.sweep )`,
+    as the README's install line does) forks once for the whole chain, so /proc's start time
+    would count the chain's earlier commands as the run's startup (the install, ~110 s, in the
+    fresh clones at 477d339 and f0fff51). Counted from `import transfer`, the startup is this
+    process's own."""
+    code = ("import time; t0 = time.time(); import transfer; "
+            "from transfer.search.phases import process_age; "
+            "print(process_age(), time.time() - t0)")
+    done = subprocess.run(["bash", "-c", f"sleep 3 && exec {sys.executable} -c '{code}'"],
+                          capture_output=True, text=True, check=True, cwd=tmp_path)
+    age, own = map(float, done.stdout.split())
+    assert age <= own + 0.05, (age, own)  # /proc: the 3 s of sleep as well

@@ -8,7 +8,12 @@ config. Folders are layers, each importing only those below it (docs/architectur
 first use (torch, and transformers for `hf`, are not paid by `import transfer`).
 """
 
+import time as _time
+
 __version__ = "0.1.0"
+# when this process first imported `transfer`: a run's startup is counted from here
+# (`transfer.search.phases.process_age`)
+STARTED = _time.time()
 
 _PUBLIC = {"apply": "transfer.outputs.apply", "hf": "transfer.outputs.hf"}
 

@@ -3,7 +3,6 @@ finalize), measured where each runs and kept in cost.json beside the prediction.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,13 +19,12 @@ def timed(phases: dict[str, float], name: str) -> Iterator[None]:
 
 
 def process_age() -> float:
-    """Seconds since this process started (interpreter start-up and imports included): Linux's
-    /proc; 0 where that is not available."""
-    try:
-        with open("/proc/self/stat") as f:
-            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as f:
-            uptime = float(f.read().split()[0])
-        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return 0.0
+    """Seconds since this process first imported `transfer` (`transfer.STARTED`): its imports,
+    Hydra and the planning before a run; the interpreter's own start-up before it (tens of ms)
+    is not counted. Linux's /proc start time is not used: it is the fork's, and a shell that
+    execs the last command of a chain (`( pip install … && python -m transfer.sweep … )`) forks
+    once for the whole chain, so it counted the install as startup (~110 s in the fresh clones
+    at 477d339 and f0fff51, whose run folders were written ~10 s after the install ended)."""
+    import transfer
+
+    return max(0.0, time.time() - transfer.STARTED)
