@@ -113,9 +113,9 @@ def help_text(prog: str, summary: str, exits: str) -> str:
 
 
 def starting_line(command: str, argv: list[str]) -> str:
-    """The first line a real run prints, before torch, Optuna, Hydra or transformers load: the
-    first run after an install can spend a minute or more reading their libraries from a cold
-    disk (cost.json `phases.startup`), and a silent terminal then looks hung."""
+    """The first line a real run prints, before torch, Optuna, Hydra or transformers load, so a
+    terminal is not silent while they do: ~10 s from a fresh clone's install to its run folder
+    on 2 cores at f0fff51 (the minute or two that cost.json's `phases.startup` said before
+    970042c was the install itself, counted by /proc's fork time: benchmarks/RESULTS.md)."""
     given = " ".join(a for a in argv if not a.startswith("-")) or "the defaults"
-    return (f"{command}: {given}; loading torch, Optuna and Hydra, then planning the run "
-            "(the first run after an install may spend a minute here)")
+    return (f"{command}: {given}; loading torch, Optuna and Hydra, then planning the run")
