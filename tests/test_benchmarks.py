@@ -13,6 +13,7 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers_sweep import compose_cfg
 
@@ -476,3 +477,31 @@ def test_design_replay_leaves_a_depth_out_and_prices_the_rest_as_before(tmp_path
     assert 0 < skip < full
     # the 4-layer curve's price: its points × its seeds × its median trial seconds
     assert full - skip >= 5 * truth.price[4]
+
+
+def test_basin_noise_test(tmp_path, capsys):
+    """Points past the basin that scatter 6 × the rest give a small p-value; equal scatter does
+    not; a grid without such points says so."""
+    rng = np.random.default_rng(0)
+    xs = [-9.0 + 0.5 * i for i in range(7)]
+
+    def curve(past_sd: float, vertex: float = -8.0) -> dict:
+        losses = []
+        for x in xs:
+            d = x - vertex
+            sd = past_sd if d > 0.9 else 0.01
+            losses.append([3.0 + 0.5 * d * d + float(e) for e in rng.normal(0, sd, 4)])
+        return {"log2_lr": xs, "loss": [float(np.mean(v)) for v in losses], "losses": losses}
+
+    for name, past_sd in (("noisy", 0.06), ("equal", 0.01)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "validation.json").write_text(json.dumps(
+            {"curves": {"64": curve(past_sd), "128": curve(past_sd)}}))
+    (tmp_path / "flat").mkdir()
+    (tmp_path / "flat" / "validation.json").write_text(json.dumps(
+        {"curves": {"64": curve(0.01, vertex=0.0)}}))  # every point below the vertex
+    bench("basin_noise_test").main([str(tmp_path / n) for n in ("noisy", "equal", "flat")])
+    out = capsys.readouterr().out.splitlines()
+    p = {line.split()[0]: float(line.rsplit("p ", 1)[1]) for line in out if " p " in line}
+    assert p["noisy"] < 0.01 and p["equal"] > 0.05, out
+    assert any(line.startswith("flat") and "no points past the basin" in line for line in out)
