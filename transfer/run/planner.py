@@ -33,6 +33,7 @@ from transfer.run.locks import run_lock
 from transfer.search import Context
 from transfer.search.family import ProxyPlan, instantiate_family, plan_proxies
 from transfer.search.progress import Progress
+from transfer.verdict.width import buildable_widths
 
 
 @dataclass(frozen=True)
@@ -112,17 +113,9 @@ def _planned(cfg: Config, proxies: ProxyPlan, corpus: Corpus, payload: dict,
 
 def _check_coord_widths(cfg: Config, proxies: ProxyPlan) -> None:
     """The coordinate check needs two widths the family can build (`validation.coord_widths`,
-    those it cannot left out: `transfer.verdict.width.coord_widths`); a UserError before
+    those it cannot left out: `transfer.verdict.width.buildable_widths`); a UserError before
     anything is written otherwise (it failed after the grids, a traceback)."""
-    check = getattr(proxies.family, "check_width", None)
-    built, why = [], ""
-    for w in cfg.validation.coord_widths:
-        try:
-            if check is not None:
-                check(w)
-            built.append(w)
-        except ValueError as e:
-            why = why or str(e)
+    built, why = buildable_widths(proxies.family, cfg.validation.coord_widths)
     if len(set(built)) < 2:
         raise UserError(f"validation.coord_widths={list(cfg.validation.coord_widths)}: this "
                         f"family builds {built or 'none'} of them ({why}); list two or more it "

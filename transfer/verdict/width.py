@@ -622,17 +622,26 @@ def with_hint(verdict: Verdict, study: optuna.Study, curves: dict, axis: str,
     return verdict if hint is None else dataclasses.replace(verdict, decide_with=hint)
 
 
+def buildable_widths(family, widths) -> tuple[list[int], str]:
+    """The `widths` the family can build (`check_width`, where it has one), and why the first it
+    cannot was refused ("" when it builds them all)."""
+    check = getattr(family, "check_width", None)
+    built, why = [], ""
+    for w in widths:
+        try:
+            if check is not None:
+                check(w)
+            built.append(w)
+        except ValueError as e:
+            why = why or str(e)
+    return built, why
+
+
 def coord_widths(ctx: Context) -> list[int]:
     """The widths the coordinate check trains: `validation.coord_widths` that the family can
-    build (`transfer.run.predict` prices the same list)."""
-    widths = []
-    for w in ctx.cfg.validation.coord_widths:
-        try:
-            ctx.proxies.family.check_width(w)
-            widths.append(w)
-        except ValueError:
-            continue
-    return widths
+    build (`transfer.run.predict` prices the same list; `transfer.run.planner` refuses a list
+    with fewer than two)."""
+    return buildable_widths(ctx.proxies.family, ctx.cfg.validation.coord_widths)[0]
 
 
 def run_coord_check(ctx: Context, hp: dict) -> CoordResult:
