@@ -9,7 +9,7 @@ from pathlib import Path
 
 from transfer.archive import code_version
 from transfer.archive.files import read_json
-from transfer.core.compose import as_config, compose, override_error
+from transfer.core.compose import as_config, compose_checked
 from transfer.core.errors import UserError
 from transfer.outputs.compare import STATUS, compare, family_from_run
 from transfer.outputs.compare_report import markdown, write_comparison
@@ -35,10 +35,8 @@ def run_compare(models: list[str], overrides: list[str]) -> int:
     """Every family's sweep (reused where finished), then the comparison; returns 0."""
     from transfer.cli.run import run_sweep
 
-    for m in models:  # an override that does not compose: one line, before any family trains
-        if (bad := override_error([f"model={m}", *overrides])) is not None:
-            raise UserError(bad)
-    cfgs = [as_config(compose([f"model={m}", *overrides])) for m in models]
+    # an override that does not compose is one line, before any family trains
+    cfgs = [as_config(compose_checked([f"model={m}", *overrides])) for m in models]
     plans = [plan_sweep(c) for c in cfgs]  # every family's input checked before any trains
     for c in cfgs:
         if not c.validation.enabled:

@@ -71,25 +71,38 @@ def hydra_main(task):
 def override_error(argv: Sequence[str]) -> str | None:
     """One line for a command line whose overrides do not compose: a value of the wrong type
     (`model.d_model=64.5`), a key the schema lacks (`model.widht=64`). Hydra's own report is
-    several lines and exit 1; composing first (`compose`, the same config) finds it. None when
-    it composes, and for what Hydra answers itself: flags (`-m`, `--cfg`, ...) and its own
-    `hydra.*` / `hydra/...` overrides."""
-    from hydra.errors import ConfigCompositionException
+    several lines and exit 1; composing first (`compose_checked`, the same config) finds it.
+    None when it composes, and for what Hydra answers itself: flags (`-m`, `--cfg`, ...) and its
+    own `hydra.*` / `hydra/...` overrides."""
+    from transfer.core.errors import UserError
 
     if any(a.startswith("-") for a in argv):
         return None
-    args = [a for a in argv if not a.lstrip("+~").startswith("hydra")]
     try:
-        compose(args)
+        compose_checked([a for a in argv if not a.lstrip("+~").startswith("hydra")])
+    except UserError as e:
+        return str(e)
+    except Exception:  # noqa: BLE001 - anything else is Hydra's (or the job's) to report
+        return None
+    return None
+
+
+def compose_checked(overrides: Sequence[str] = ()):
+    """`compose`, with an override that does not merge (a value of the wrong type, a key the
+    schema lacks) as a UserError of one line instead of Hydra's several."""
+    from hydra.errors import ConfigCompositionException
+
+    from transfer.core.errors import UserError
+
+    try:
+        return compose(overrides)
     except ConfigCompositionException as e:
         cause = e.__cause__ or e.__context__
         why = str(cause).strip().splitlines()[0] if cause is not None and str(cause).strip() \
             else ""
         first = str(e).strip().splitlines()[0].rstrip(".")
-        return f"{first}{': ' + why if why else ''}; fix it on the command line"
-    except Exception:  # noqa: BLE001 - anything else is Hydra's (or the job's) to report
-        return None
-    return None
+        raise UserError(f"{first}{': ' + why if why else ''}; fix it on the command line") \
+            from None
 
 
 def register_configs() -> None:
