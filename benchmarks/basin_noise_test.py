@@ -17,30 +17,19 @@ from pathlib import Path
 
 import numpy as np
 
-from transfer.verdict.shared_curvature import _two_way, fit_window
+from transfer.verdict.shared_curvature import basin_groups, fit_window
 
 BASIN_EXCESS = 0.06  # Limits.basin_excess at budget=default
 DRAWS = 400_000
 
 
 def groups(curves: dict, window: int) -> tuple[dict, dict]:
-    """(sum of squares, degrees of freedom), each keyed by past-the-basin (True) or not."""
-    ss, dof = {True: 0.0, False: 0.0}, {True: 0.0, False: 0.0}
-    for c in curves.values():
-        xs, ys = np.asarray(c["log2_lr"], float), np.asarray(c["loss"], float)
-        idx = [i for i in fit_window(xs, ys, window) if np.isfinite(ys[i])]
-        past = set()
-        if idx:
-            ib = min(idx, key=lambda i: ys[i])
-            past = {i for i in idx if i > ib and ys[i] > ys[ib] + abs(ys[ib]) * BASIN_EXCESS}
-        rows = [i for i in idx if len(c["losses"][i]) > 1 and np.all(np.isfinite(c["losses"][i]))]
-        e = _two_way([c["losses"][i] for i in rows])
-        if e is None:
-            continue
-        per_row = (e.shape[0] - 1) * (e.shape[1] - 1) / e.shape[0]
-        for i, ei in zip(rows, e):
-            ss[i in past] += float((ei * ei).sum())
-            dof[i in past] += per_row
+    """(sum of squares, degrees of freedom), each keyed by past-the-basin (True) or not, as the
+    verdict groups them (`shared_curvature.basin_groups` over the fit windows)."""
+    table = {k: {"loss": c["loss"], "losses": c["losses"]} for k, c in curves.items()}
+    win = {k: fit_window(np.asarray(c["log2_lr"], float), np.asarray(c["loss"], float), window)
+           for k, c in curves.items()}
+    ss, dof, _ = basin_groups(table, win, list(curves), BASIN_EXCESS)
     return ss, dof
 
 

@@ -235,18 +235,11 @@ def _two_way(rows: Sequence[Sequence[float]]) -> np.ndarray | None:
     return m - m.mean(axis=1, keepdims=True) - m.mean(axis=0, keepdims=True) + m.mean()
 
 
-def noise_groups(table: Mapping, win: Mapping[int, Sequence[int]], widths: Sequence[int],
-                 max_excess: float) -> tuple[dict, float, float]:
-    """The two-way layout's noise (`interaction_noise`) over the fit window's points, in two
-    groups: the points past the basin on the high-lr side (above the curve's best point and
-    more than `max_excess` of its loss above it: the loss climbing towards divergence) and the
-    rest. Returns (`table` with each curve's `rel_sd`: a point's σ over the rest's, 1 within
-    the basin and max(1, σ_past / σ_rest) past it, the weights of the fit; σ_rest; its degrees
-    of freedom). Past the basin a point's seeds scatter ~4× more (seed sd rms 0.10 against
-    0.027, Llama 3.2 and Qwen2.5 at 1ad67d3: benchmarks/RESULTS.md, the basin's noise); pooled
-    with the rest they widened every interval, dropped they took the curvature they carry. A
-    point is never weighed more than the rest. Without seeds to measure (nan, 0), `table` as
-    it is."""
+def basin_groups(table: Mapping, win: Mapping[int, Sequence[int]], widths: Sequence[int],
+                 max_excess: float) -> tuple[dict, dict, dict]:
+    """The fit windows' points in `noise_groups`' two groups, past the basin (True) or not:
+    (sum of squared two-way residuals, degrees of freedom), each keyed by the group, and each
+    curve's indices past the basin."""
     ss = {True: 0.0, False: 0.0}
     dof = {True: 0.0, False: 0.0}
     past_of: dict = {}
@@ -267,6 +260,22 @@ def noise_groups(table: Mapping, win: Mapping[int, Sequence[int]], widths: Seque
             past = i in past_of[w]
             ss[past] += float((ei * ei).sum())
             dof[past] += per_row
+    return ss, dof, past_of
+
+
+def noise_groups(table: Mapping, win: Mapping[int, Sequence[int]], widths: Sequence[int],
+                 max_excess: float) -> tuple[dict, float, float]:
+    """The two-way layout's noise (`interaction_noise`) over the fit window's points, in two
+    groups: the points past the basin on the high-lr side (above the curve's best point and
+    more than `max_excess` of its loss above it: the loss climbing towards divergence) and the
+    rest. Returns (`table` with each curve's `rel_sd`: a point's σ over the rest's, 1 within
+    the basin and max(1, σ_past / σ_rest) past it, the weights of the fit; σ_rest; its degrees
+    of freedom). Past the basin a point's seeds scatter ~4× more (seed sd rms 0.10 against
+    0.027, Llama 3.2 and Qwen2.5 at 1ad67d3: benchmarks/RESULTS.md, the basin's noise); pooled
+    with the rest they widened every interval, dropped they took the curvature they carry. A
+    point is never weighed more than the rest. Without seeds to measure (nan, 0), `table` as
+    it is."""
+    ss, dof, past_of = basin_groups(table, win, widths, max_excess)
     if dof[False] <= 0:
         return dict(table), math.nan, 0.0
     rest = math.sqrt(ss[False] / dof[False])
