@@ -1,5 +1,5 @@
 """The 2025-26 families through `model=hf` (transfer.core.hf_families): Mistral, Qwen3, OLMo 2,
-Gemma 3 and SmolLM3, each from its published config.json to the proxies that keep its features,
+Gemma 3 and SmolLM3 (and Gemma 1, which CodeGemma shares), each from its published config.json to the proxies that keep its features,
 target.yaml, an hf/config.json transformers builds the family's model from, and
 `transfer.apply` grouping every parameter of that model."""
 
@@ -69,6 +69,13 @@ CONFIGS = {
         "rope_theta": 5000000.0, "no_rope_layer_interval": 4,
         "no_rope_layers": [0 if (i + 1) % 4 == 0 else 1 for i in range(36)],
         "tie_word_embeddings": True, "use_sliding_window": False, "vocab_size": 128256},
+    # google/gemma-7b (Gemma 1): its legacy hidden_act "gelu" is GemmaConfig's tanh GELU
+    "gemma": {
+        "model_type": "gemma", "architectures": ["GemmaForCausalLM"], "attention_bias": False,
+        "head_dim": 256, "hidden_act": "gelu", "hidden_size": 3072, "intermediate_size": 24576,
+        "max_position_embeddings": 8192, "num_attention_heads": 16, "num_hidden_layers": 28,
+        "num_key_value_heads": 16, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "vocab_size": 256000},
 }
 # each family's own features as model=hf maps them (everything else at ModelConf's defaults)
 FEATURES = {
@@ -82,11 +89,13 @@ FEATURES = {
                "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "attn_softcap": None,
                "logit_softcap": None},
     "smollm3": {"family": "smollm3", "no_rope_interval": 4, "rope_theta": 5e6},
+    "gemma": {"family": "gemma", "mlp": "geglu", "d_head": 256, "norm_unit_offset": True,
+              "embedding_normalizer": True, "tied_embeddings": True},
 }
 # the HF model class hf/config.json names
 CLASSES = {"mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM",
            "olmo2": "Olmo2ForCausalLM", "gemma3": "Gemma3ForCausalLM",
-           "smollm3": "SmolLM3ForCausalLM"}
+           "smollm3": "SmolLM3ForCausalLM", "gemma": "GemmaForCausalLM"}
 SMALL_HF = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                 num_attention_heads=4, num_key_value_heads=2)
 
@@ -231,7 +240,7 @@ def test_apply_groups_every_parameter_of_the_familys_model(name, tmp_path, trans
     assert sorted(ids) == sorted(id(p) for p in model.parameters())  # each exactly once
     apply.init_(model, t, strict=False)
     s, r = t["mup"]["logits_scale"], t["mup"]["residual_mult"]
-    gemma = name == "gemma3"
+    gemma = name in ("gemma3", "gemma")  # (1 + w) gains
     gain = model.model.norm.weight + (1.0 if gemma else 0.0)
     torch.testing.assert_close(gain, torch.full_like(gain, s))  # the readout input × s
     layer = model.model.layers[0]
@@ -253,7 +262,8 @@ def test_target_param_count_is_the_hf_models(name, transformers):
     norms a block instead of Llama's two before the branches)."""
     features = {k: v for k, v in FEATURES[name].items()
                 if k not in ("d_head", "rope_theta", "rope_scaling", "tied_embeddings")}
-    t = small_target(**features, **({"d_head": 32} if name in ("qwen3", "gemma3") else {}))
+    t = small_target(**features,
+                     **({"d_head": 32} if name in ("qwen3", "gemma3", "gemma") else {}))
     model = transformers.AutoModelForCausalLM.from_config(hf.hf_config(t))
     assert t["model"]["n_params"] == sum(p.numel() for p in model.parameters())
     assert target_params(t["model"])["n_params"] == t["model"]["n_params"]

@@ -22,8 +22,8 @@ from transfer.core.hf_families import DEFAULTS, FAMILY_MAPPERS, text_config
 INSTALL_HINT = "pip install -e '.[hf]'"
 # model_type values with a mapping below or in transfer.core.hf_families (gemma3: a multimodal
 # config.json, whose text_config is read)
-SUPPORTED = ("gemma2", "gemma3", "gemma3_text", "llama", "mistral", "olmo2", "qwen2", "qwen3",
-             "smollm3")
+SUPPORTED = ("gemma", "gemma2", "gemma3", "gemma3_text", "llama", "mistral", "olmo2", "qwen2",
+             "qwen3", "smollm3")
 
 
 def transformers_or_none():
@@ -76,13 +76,18 @@ def read_config(path: str | Path) -> dict[str, Any]:
         raise UserError(f"model.config={str(path)!r} has model_type {model_type!r}; supported: "
                         f"{', '.join(SUPPORTED)} (or describe the target with model.* fields)")
     check_sizes(raw, str(path), complete=False)  # before AutoConfig, which divides by them
-    try:
+    log = transformers.utils.logging
+    level = log.get_verbosity()
+    log.set_verbosity_error()  # a notice on a legacy value it converts (Gemma 1's "gelu") is
+    try:  # not the user's to act on: the mapping reads the converted value
         cfg = transformers.AutoConfig.from_pretrained(str(p), local_files_only=True)
     except Exception as e:  # noqa: BLE001 - a file AutoConfig refuses (transformers 5 checks
         # each field's type: huggingface_hub's StrictDataclassError, not a ValueError) is bad input
         why = " ".join(line.strip() for line in str(e).strip().splitlines()[:2])
         raise UserError(f"model.config={str(path)!r} could not be read by AutoConfig: {why}; "
                         "fix the config.json") from None
+    finally:
+        log.set_verbosity(level)
     out = cfg.to_dict()
     check_sizes(out, str(path))  # with the config class's defaults for the fields left out
     return out

@@ -141,6 +141,17 @@ def gemma3(c: Mapping) -> dict[str, Any]:
     return out
 
 
+def gemma(c: Mapping) -> dict[str, Any]:
+    """GemmaDecoderLayer (Gemma 1, CodeGemma): Llama's layer with (1 + w) RMSNorm gains, the √d
+    embedding normaliser and a gated tanh-GELU MLP; no sandwich norms, no soft-capping, no
+    window, the attention scaled by head_dim^-½ (no query_pre_attn_scalar). Its published
+    config.json says `hidden_act: "gelu"`, which GemmaConfig reads as gelu_pytorch_tanh."""
+    _activation(c, "gelu_pytorch_tanh")
+    bias = bool(c.get("attention_bias", False))
+    return {"mlp": "geglu", "qkv_bias": bias, "o_bias": bias, "norm_unit_offset": True,
+            "embedding_normalizer": True}
+
+
 def smollm3(c: Mapping) -> dict[str, Any]:
     """SmolLM3Attention: Llama's, with rotary positions only where no_rope_layers[i] is 1 (0
     every no_rope_layer_interval-th layer in the published config)."""
@@ -162,7 +173,7 @@ def smollm3(c: Mapping) -> dict[str, Any]:
 # model_type → its features' mapping (`gemma3`, the multimodal config, reads its text_config)
 FAMILY_MAPPERS: dict[str, Callable[[Mapping], dict[str, Any]]] = {
     "mistral": mistral, "qwen3": qwen3, "olmo2": olmo2, "gemma3_text": gemma3,
-    "smollm3": smollm3}
+    "smollm3": smollm3, "gemma": gemma}
 # what a family without the feature has (map_config's defaults for the older families)
 DEFAULTS = {"qk_norm": None, "reordered_norm": False, "sliding_window_pattern": None,
             "rope_local_theta": None, "no_rope_interval": None}

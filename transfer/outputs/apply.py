@@ -137,8 +137,9 @@ def _zero_roles(group: Mapping) -> frozenset[str]:
 
 # Hugging Face class-name prefix → family (`multipliers`, `trainer_must_add`, `_set_knobs`)
 HF_FAMILIES = {"Qwen2": "qwen2", "Qwen3": "qwen3", "Mistral": "mistral", "Olmo2": "olmo2",
-               "SmolLM3": "smollm3", "Gemma2": "gemma2", "Gemma3": "gemma3_text"}
-GEMMAS = ("gemma2", "gemma3_text")  # an embed_scale buffer, (1 + w) gains
+               "SmolLM3": "smollm3", "Gemma2": "gemma2", "Gemma3": "gemma3_text",
+               "Gemma": "gemma"}  # in this order: the first prefix a class name starts with
+GEMMAS = ("gemma", "gemma2", "gemma3_text")  # an embed_scale buffer, (1 + w) gains
 
 
 def hf_family(model: nn.Module) -> str | None:
@@ -153,7 +154,8 @@ _FINAL_NORM = (r"(^|\.)norm\.weight$", "logits_scale")
 _BRANCH_END = (r"(self_attn\.o_proj|mlp\.down_proj)\.(weight|bias)$", "residual_mult")
 _POST_NORMS = (r"(post_attention_layernorm|post_feedforward_layernorm)\.weight$",
                "residual_mult")
-ABSORB = {**{f: (_FINAL_NORM, _BRANCH_END) for f in ("qwen2", "qwen3", "mistral", "smollm3")},
+ABSORB = {**{f: (_FINAL_NORM, _BRANCH_END)
+             for f in ("qwen2", "qwen3", "mistral", "smollm3", "gemma")},
           **{f: (_FINAL_NORM, _POST_NORMS) for f in ("gemma2", "gemma3_text", "olmo2")}}
 
 

@@ -133,7 +133,8 @@ FAMILY_CLASSES = {"qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
                   "qwen3": ("Qwen3Config", "Qwen3ForCausalLM"),
                   "olmo2": ("Olmo2Config", "Olmo2ForCausalLM"),
                   "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
-                  "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM")}
+                  "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM"),
+                  "gemma": ("GemmaConfig", "GemmaForCausalLM")}
 
 
 def family_config_dict(target: Mapping) -> dict[str, Any]:
@@ -232,6 +233,9 @@ NEWER_FAMILIES = {
     "olmo2": _llama_like,
     "gemma3_text": _gemma3,
     "smollm3": _smollm3,
+    # Gemma 1: no field for μP's attention scale (head_dim^-½ built in): apply.init_ sets it
+    "gemma": lambda m, mup: {"head_dim": int(mup["d_head"]), "hidden_act": "gelu_pytorch_tanh",
+                             "attention_bias": bool(m.get("qkv_bias", False))},
 }
 
 
