@@ -590,9 +590,11 @@ def judge_study(ctx: Context, study: optuna.Study, tuned_lr: float, coord: dict,
                      farther=(f"proxy.validation_width={2 * widest}", WIDER_COST))
 
 
-# a curve at twice the widest width, in trial-seconds per the widest curve's: its FLOPs per
-# token, the d_model² terms (4 ×) with the embedding's and attention's (2 ×) beside them
-WIDER_COST = 4.0
+# a curve at twice the widest width, in trial-seconds per the widest curve's: a training step of
+# the 3B's proxies at 512 × 2 took 3.28-3.29 × one at 256 × 2 (batch 8, 1 thread, two runs of
+# `benchmarks/step_speed.py --shapes 256x2 512x2`, 2026-12-07); by FLOPs per token it would be
+# under 4 × (the d_model² terms 4 ×, the embedding's and attention's 2 ×)
+WIDER_COST = 3.3
 
 
 def with_hint(verdict: Verdict, study: optuna.Study, curves: dict, axis: str,
