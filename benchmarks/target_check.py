@@ -30,6 +30,7 @@ tests/test_benchmarks.py):
     python benchmarks/target_check.py --out /tmp/tc --archive <sweeps> --emit-only  # emission
     python benchmarks/target_check.py --out /tmp/tc --rejudge <sweeps>/<run> \
         --from benchmarks/points/summaries/<summary>.json   # this code's emission, no training
+    python benchmarks/target_check.py --out /tmp/tc --from <summary>.json  # its table, again
     python benchmarks/target_check.py --out /tmp/tc --smoke         # plumbing, ~2 min
     python benchmarks/target_check.py --out /tmp/tc --figure docs/figures/held_out_targets.png \
         --from benchmarks/points/summaries/both_mup.json benchmarks/points/summaries/width_sp.json
@@ -394,17 +395,42 @@ def rejudge(run_dir: Path, results: list[dict], interpolate: bool = False) -> li
     return out
 
 
+def distance_interval(r: dict) -> tuple[float, float]:
+    """The distance's interval with both sides' noise in it: "covered" asks whether the emitted
+    interval holds the target's optimum, as if that optimum were exact, but a held-out curve has
+    its own (2-4 seeds: ±0.3-0.8 octave on the deep targets). Each side's half-widths added in
+    quadrature (emitted − target: the emitted interval's lower half with the target's upper,
+    and the other way round); (−inf, inf) where either interval is unbounded. An approximation
+    for two independent, roughly normal estimates, not a bootstrap of the pair."""
+    e, (elo, ehi) = r["emitted_log2"], r["emitted_interval_log2"]
+    t, (tlo, thi) = r["target_optimum_log2"], r["target_optimum_ci"]
+    if not all(math.isfinite(v) for v in (elo, ehi, tlo, thi)):
+        return -math.inf, math.inf
+    d = e - t
+    return d - math.hypot(e - elo, thi - t), d + math.hypot(ehi - e, t - tlo)
+
+
+def consistent(lo: float, hi: float) -> str:
+    """Whether a distance of 0 lies in [lo, hi]; "cannot tell" where it is unbounded."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "cannot tell (unbounded)"
+    return "yes" if lo <= 0 <= hi else "no"
+
+
 def table(results: list[dict]) -> str:
-    lines = ["| target | shape | emission | emitted log2 lr [90 %] | target optimum [90 %] | "
-             "distance (oct.) | loss gap at emitted | covered |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| target | shape | emission | emitted log2 lr [interval] | target optimum [90 %] | "
+             "distance (oct.) [both sides' noise] | loss gap at emitted | covered | "
+             "consistent |", "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lo, hi = r["emitted_interval_log2"]
         olo, ohi = r["target_optimum_ci"]
+        dlo, dhi = distance_interval(r)
         lines.append(f"| {r['target']} | {r['shape']['d_model']}×{r['shape']['n_layers']} | "
                      f"{r['parametrization']} ({r['model']}) | {r['emitted_log2']:.2f} "
                      f"[{lo:.2f}, {hi:.2f}] | {r['target_optimum_log2']:.2f} [{olo:.2f}, {ohi:.2f}]"
-                     f"{'' if r['bracketed'] else ' (edge)'} | {r['distance_log2']:+.2f} | "
-                     f"{r['loss_gap_at_emitted']:.2%} | {'yes' if r['covered'] else 'no'} |")
+                     f"{'' if r['bracketed'] else ' (edge)'} | {r['distance_log2']:+.2f} "
+                     f"[{dlo:+.2f}, {dhi:+.2f}] | {r['loss_gap_at_emitted']:.2%} | "
+                     f"{'yes' if r['covered'] else 'no'} | {consistent(dlo, dhi)} |")
     return "\n".join(lines)
 
 
@@ -449,9 +475,10 @@ def main(argv=None) -> int:
             args.figure.write_bytes(figure_png(results))
         print(table(results))
         return 0
-    if args.figure and args.summaries:
+    if args.summaries:  # the table (and with --figure the figure) of summaries, nothing trained
         results = [r for f in args.summaries for r in json.loads(f.read_text())]
-        args.figure.write_bytes(figure_png(results))
+        if args.figure:
+            args.figure.write_bytes(figure_png(results))
         print(table(results))
         return 0
     torch.set_num_threads(args.threads)

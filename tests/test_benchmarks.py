@@ -129,6 +129,27 @@ def test_workers(capsys):
                                   "--repeats", "1", "--model", "tiny"]) == 0
 
 
+def test_target_check_s_distance_interval_holds_both_sides_noise(capsys):
+    """A held-out optimum outside the emitted interval can still be consistent with it once its
+    own interval is counted; a far one is not; an unbounded one cannot tell. And the committed
+    summaries' table is printed with nothing trained."""
+    tc = bench("target_check")
+    r = {"emitted_log2": -6.0, "emitted_interval_log2": [-6.3, -5.8],
+         "target_optimum_log2": -6.4, "target_optimum_ci": [-6.7, -6.0]}
+    lo, hi = tc.distance_interval(r)
+    assert lo == pytest.approx(0.4 - math.hypot(0.3, 0.4)) and hi == pytest.approx(
+        0.4 + math.hypot(0.2, 0.3))
+    assert not r["emitted_interval_log2"][0] <= -6.4 and tc.consistent(lo, hi) == "yes"
+    far = {**r, "target_optimum_log2": -7.5, "target_optimum_ci": [-7.6, -7.4]}
+    assert tc.consistent(*tc.distance_interval(far)) == "no"
+    flat = {**r, "target_optimum_ci": [-math.inf, math.inf]}
+    assert tc.consistent(*tc.distance_interval(flat)).startswith("cannot tell")
+    summary = Path(__file__).parents[1] / "benchmarks/points/summaries/held_out_a4474ff_mup.json"
+    assert tc.main(["--out", "/nonexistent", "--from", str(summary)]) == 0
+    out = capsys.readouterr().out
+    assert "| target_depth | 64×28 |" in out and "consistent" in out
+
+
 @pytest.mark.slow
 def test_target_check(tmp_path, capsys):
     args = ["--out", str(tmp_path), "--smoke", "--parametrizations", "mup", "--threads", "1"]
