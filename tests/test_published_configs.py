@@ -27,7 +27,7 @@ CARD = {"llama3.1-8b": 8.03, "llama2-7b": 6.74, "smollm2-1.7b": 1.71, "llama-dyn
         "qwen3-8b-layer-types": 8.19, "gemma3-1b": 1.00, "gemma3-270m-layer-types": 0.268,
         "gemma3-12b-mm": None, "mistral-7b-v0.3": 7.25, "mistral-nemo": 12.25,
         "olmo2-1b": 1.48, "olmo2-13b": 13.72, "smollm3-3b-full": 3.08, "gemma-2b": 2.51,
-        "gemma-1.1-7b": 8.54}
+        "gemma-1.1-7b": 8.54, "granite-3.3-8b": None}  # Granite's card: "8B"
 REFUSED = {"phi3-mini": "phi3", "mixtral": "mixtral", "qwen3-30b-a3b-moe": "qwen3_moe"}
 SMALL_HF = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                 num_attention_heads=4, num_key_value_heads=2, head_dim=16)
@@ -71,3 +71,30 @@ def test_an_unsupported_family_is_one_line_and_exit_2(name, tmp_path, capsys, tr
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and REFUSED[name] in err[0]
     assert not (tmp_path / "s").exists()
+
+
+def test_a_granite_config_json_maps_as_llama_and_says_which_multipliers_it_held(transformers):
+    t = emitted(overrides("granite-3.3-8b"))
+    m = t["model"]
+    assert (m["family"], m["mlp"], m["d_model"], m["n_kv_heads"]) == ("granite", "swiglu", 4096, 8)
+    source = as_config(compose(overrides("granite-3.3-8b"))).model.source
+    assert "embedding_multiplier 12, attention_multiplier 0.0078125" in source
+    assert "residual_multiplier 0.22, logits_scaling 16" in source
+    assert t["model"]["n_params"] / 1e9 == pytest.approx(8.17, rel=0.01)  # counted from its shapes
+
+
+def test_the_hf_config_json_a_run_writes_is_read_back_as_its_target(tmp_path, transformers):
+    """This tool's own hf/config.json (a GraniteConfig) as a model=hf target: the same shapes
+    and features, and the μP multipliers it holds named in `source`, not carried over."""
+    t = emitted(["model=3b"])
+    a = Archive(tmp_path / "sweeps")
+    a.create_run("r", fingerprint="f00d")
+    assert hf.write_config(a, "r", t) is None
+    read_back = ["model=hf", f"model.config={tmp_path / 'sweeps' / 'r' / 'hf'}",
+                 f"model.train_tokens={as_config(compose(['model=3b'])).model.train_tokens}"]
+    back = emitted(read_back)["model"]
+    for key in ("d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "vocab_size",
+                "tied_embeddings", "rope_theta", "n_params"):
+        assert back[key] == t["model"][key], key
+    assert back["family"] == "granite"
+    assert "not carried over" in as_config(compose(read_back)).model.source

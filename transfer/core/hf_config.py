@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from transfer.core.errors import UserError
-from transfer.core.hf_families import DEFAULTS, FAMILY_MAPPERS, text_config
+from transfer.core.hf_families import DEFAULTS, FAMILY_MAPPERS, GRANITE_MULTIPLIERS, text_config
 
 INSTALL_HINT = "pip install -e '.[hf]'"
 # model_type values with a mapping below or in transfer.core.hf_families (gemma3: a multimodal
 # config.json, whose text_config is read)
-SUPPORTED = ("gemma", "gemma2", "gemma3", "gemma3_text", "llama", "mistral", "olmo2", "qwen2",
-             "qwen3", "smollm3")
+SUPPORTED = ("gemma", "gemma2", "gemma3", "gemma3_text", "granite", "llama", "mistral", "olmo2",
+             "qwen2", "qwen3", "smollm3")
 
 
 def transformers_or_none():
@@ -233,4 +233,8 @@ def resolve_hf(config: str, train_tokens_set: bool, unset) -> dict[str, Any]:
     filled = {k: v for k, v in mapped.items() if unset(k)}
     if unset("source"):
         filled["source"] = f"config.json at {config} (model_type {mapped['family']})"
+        held = {k: raw[k] for k in GRANITE_MULTIPLIERS if raw.get(k) not in (None, 1.0)}
+        if mapped["family"] == "granite" and held:
+            filled["source"] += (f"; its multipliers ({', '.join(f'{k} {v:g}' for k, v in held.items())}) "
+                                 "are not carried over: hf/config.json holds this run's μP ones")
     return filled
