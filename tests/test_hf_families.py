@@ -1,7 +1,7 @@
 """The 2025-26 families through `model=hf` (transfer.core.hf_families): Mistral, Qwen3, OLMo 2,
-Gemma 3 and SmolLM3 (and Gemma 1, which CodeGemma shares), each from its published config.json to the proxies that keep its features,
-target.yaml, an hf/config.json transformers builds the family's model from, and
-`transfer.apply` grouping every parameter of that model."""
+Gemma 3 and SmolLM3 (and Gemma 1, which CodeGemma shares), each from its published config.json
+to the proxies that keep its features, target.yaml, an hf/config.json transformers builds the
+family's model from, and `transfer.apply` grouping every parameter of that model."""
 
 from __future__ import annotations
 

@@ -233,8 +233,8 @@ def resolve_hf(config: str, train_tokens_set: bool, unset) -> dict[str, Any]:
     filled = {k: v for k, v in mapped.items() if unset(k)}
     if unset("source"):
         filled["source"] = f"config.json at {config} (model_type {mapped['family']})"
-        held = {k: raw[k] for k in GRANITE_MULTIPLIERS if raw.get(k) not in (None, 1.0)}
+        held = [f"{k} {raw[k]:g}" for k in GRANITE_MULTIPLIERS if raw.get(k) not in (None, 1.0)]
         if mapped["family"] == "granite" and held:
-            filled["source"] += (f"; its multipliers ({', '.join(f'{k} {v:g}' for k, v in held.items())}) "
-                                 "are not carried over: hf/config.json holds this run's μP ones")
+            filled["source"] += (f"; its multipliers ({', '.join(held)}) are not carried over: "
+                                 "hf/config.json holds this run's μP ones")
     return filled
