@@ -83,6 +83,15 @@ def test_a_granite_config_json_maps_as_llama_and_says_which_multipliers_it_held(
     assert t["model"]["n_params"] / 1e9 == pytest.approx(8.17, rel=0.01)  # counted from its shapes
 
 
+def test_a_granite_config_json_gets_llamas_rope_scaling_check(tmp_path, transformers):
+    raw = json.loads((CONFIGS / "granite-3.3-8b.json").read_text(encoding="utf-8"))
+    raw["rope_scaling"] = {"rope_type": "longrope", "factor": 4.0, "short_factor": [1.0] * 64,
+                           "long_factor": [1.0] * 64, "original_max_position_embeddings": 4096}
+    (tmp_path / "config.json").write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.raises(UserError, match="rope_scaling=.*of a type the proxies do not know"):
+        as_config(compose(["model=hf", f"model.config={tmp_path}", "model.train_tokens=1e12"]))
+
+
 def test_the_hf_config_json_a_run_writes_is_read_back_as_its_target(tmp_path, transformers):
     """This tool's own hf/config.json (a GraniteConfig) as a model=hf target: the same shapes
     and features, and the μP multipliers it holds named in `source`, not carried over."""

@@ -17,13 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from transfer.core.errors import UserError
-from transfer.core.hf_families import DEFAULTS, FAMILY_MAPPERS, GRANITE_MULTIPLIERS, text_config
+from transfer.core.hf_families import DEFAULTS, FAMILY_MAPPERS, text_config
 
 INSTALL_HINT = "pip install -e '.[hf]'"
 # model_type values with a mapping below or in transfer.core.hf_families (gemma3: a multimodal
 # config.json, whose text_config is read)
 SUPPORTED = ("gemma", "gemma2", "gemma3", "gemma3_text", "granite", "llama", "mistral", "olmo2",
              "qwen2", "qwen3", "smollm3")
+# GraniteForCausalLM (IBM Granite 3.x, and this tool's own hf/config.json read back) is Llama's
+# layer with one attention_bias for q, k, v and o, mapped as Llama's; these multipliers are
+# hyperparameters, not architecture: the run sets its own (μP's, in its hf/config.json), and
+# `source` names the values the file held
+GRANITE_MULTIPLIERS = ("embedding_multiplier", "attention_multiplier", "residual_multiplier",
+                       "logits_scaling")
 
 
 def transformers_or_none():
@@ -173,7 +179,7 @@ def map_config(c: Mapping[str, Any]) -> dict[str, Any]:
     }
     if kind in FAMILY_MAPPERS:  # the newer families: transfer.core.hf_families
         out.update(FAMILY_MAPPERS[kind](c))
-    if kind in ("llama", "qwen2"):
+    if kind in ("llama", "granite", "qwen2"):
         if c.get("hidden_act") != "silu":
             _fail("hidden_act", c.get("hidden_act"), "has no proxy: the proxies' gated MLP is "
                   "SiLU (swiglu) or tanh-GELU (Gemma's geglu)")
@@ -182,7 +188,7 @@ def map_config(c: Mapping[str, Any]) -> dict[str, Any]:
         # Llama 3.x: max_position_embeddings is the context the scaling extends to; the
         # pretraining context (what the cost and the emitted config mean by seq_len) is this
         out["seq_len"] = int(scaling["original_max_position_embeddings"])
-    if kind == "llama":
+    if kind in ("llama", "granite"):
         bias = bool(c.get("attention_bias", False))
         out.update(qkv_bias=bias, o_bias=bias)
         if scaling and (scaling.get("rope_type") or scaling.get("type")) not in (
@@ -233,8 +239,9 @@ def resolve_hf(config: str, train_tokens_set: bool, unset) -> dict[str, Any]:
     filled = {k: v for k, v in mapped.items() if unset(k)}
     if unset("source"):
         filled["source"] = f"config.json at {config} (model_type {mapped['family']})"
-        held = [f"{k} {raw[k]:g}" for k in GRANITE_MULTIPLIERS if raw.get(k) not in (None, 1.0)]
-        if mapped["family"] == "granite" and held:
+        held = [f"{k} {raw[k]:g}" for k in GRANITE_MULTIPLIERS
+                if mapped["family"] == "granite" and raw.get(k) not in (None, 1.0)]
+        if held:
             filled["source"] += (f"; its multipliers ({', '.join(held)}) are not carried over: "
                                  "hf/config.json holds this run's μP ones")
     return filled

@@ -152,21 +152,6 @@ def gemma(c: Mapping) -> dict[str, Any]:
             "embedding_normalizer": True}
 
 
-def granite(c: Mapping) -> dict[str, Any]:
-    """GraniteForCausalLM (IBM Granite 3.x; also this tool's own hf/config.json, read back):
-    Llama's layer, one `attention_bias` for q, k, v and o. Its four multipliers
-    (`GRANITE_MULTIPLIERS`) are hyperparameters, not architecture: the run sets its own
-    (μP's, in its hf/config.json), and `source` says which values the file held."""
-    _activation(c, "silu")
-    bias = bool(c.get("attention_bias", False))
-    return {"mlp": "swiglu", "qkv_bias": bias, "o_bias": bias}
-
-
-# GraniteConfig's multipliers, which model=hf does not carry over (`granite`)
-GRANITE_MULTIPLIERS = ("embedding_multiplier", "attention_multiplier", "residual_multiplier",
-                       "logits_scaling")
-
-
 def smollm3(c: Mapping) -> dict[str, Any]:
     """SmolLM3Attention: Llama's, with rotary positions only where no_rope_layers[i] is 1 (0
     every no_rope_layer_interval-th layer in the published config)."""
@@ -188,7 +173,7 @@ def smollm3(c: Mapping) -> dict[str, Any]:
 # model_type → its features' mapping (`gemma3`, the multimodal config, reads its text_config)
 FAMILY_MAPPERS: dict[str, Callable[[Mapping], dict[str, Any]]] = {
     "mistral": mistral, "qwen3": qwen3, "olmo2": olmo2, "gemma3_text": gemma3,
-    "smollm3": smollm3, "gemma": gemma, "granite": granite}
+    "smollm3": smollm3, "gemma": gemma}
 # what a family without the feature has (map_config's defaults for the older families)
 DEFAULTS = {"qk_norm": None, "reordered_norm": False, "sliding_window_pattern": None,
             "rope_local_theta": None, "no_rope_interval": None}
