@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from transfer.core.errors import UserError
-from transfer.core.hf_families import DEFAULTS, FAMILY_MAPPERS, text_config
+from transfer.core.hf_families import DEFAULTS, FAMILY_MAPPERS, one_bias, text_config
 
 INSTALL_HINT = "pip install -e '.[hf]'"
 # model_type values with a mapping below or in transfer.core.hf_families (gemma3: a multimodal
@@ -189,8 +189,7 @@ def map_config(c: Mapping[str, Any]) -> dict[str, Any]:
         # pretraining context (what the cost and the emitted config mean by seq_len) is this
         out["seq_len"] = int(scaling["original_max_position_embeddings"])
     if kind in ("llama", "granite"):
-        bias = bool(c.get("attention_bias", False))
-        out.update(qkv_bias=bias, o_bias=bias)
+        out.update(one_bias(c))
         if scaling and (scaling.get("rope_type") or scaling.get("type")) not in (
                 "llama3", "linear", "dynamic", "yarn"):
             _fail("rope_scaling", scaling, "is of a type the proxies do not know")
@@ -203,8 +202,7 @@ def map_config(c: Mapping[str, Any]) -> dict[str, Any]:
         if act != "gelu_pytorch_tanh":
             _fail("hidden_activation", act, "has no proxy: Gemma 2's MLP is gated tanh-GELU "
                   "(gelu_pytorch_tanh)")
-        bias = bool(c.get("attention_bias", False))
-        out.update(mlp="geglu", qkv_bias=bias, o_bias=bias, norm_unit_offset=True,
+        out.update(mlp="geglu", **one_bias(c), norm_unit_offset=True,
                    sandwich_norm=True, embedding_normalizer=True,
                    attn_softcap=_cap(c.get("attn_logit_softcapping")),
                    logit_softcap=_cap(c.get("final_logit_softcapping")),

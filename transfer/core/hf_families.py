@@ -74,6 +74,13 @@ def _window(c: Mapping, *, on: bool = True) -> dict[str, Any]:
     return {"sliding_window": int(w), "sliding_window_pattern": k}
 
 
+def one_bias(c: Mapping) -> dict[str, bool]:
+    """`attention_bias`, where one flag sets the biases of q, k, v and o alike (Llama, Gemma,
+    Qwen3, OLMo 2, SmolLM3; not Qwen2, whose o_proj has none)."""
+    bias = bool(c.get("attention_bias", False))
+    return {"qkv_bias": bias, "o_bias": bias}
+
+
 def mistral(c: Mapping) -> dict[str, Any]:
     """MistralAttention: Llama's, without biases, every layer over the sliding window."""
     _activation(c, "silu")
@@ -84,8 +91,7 @@ def qwen3(c: Mapping) -> dict[str, Any]:
     """Qwen3Attention: RMSNorm over head_dim on q and k per head (q_norm, k_norm), before the
     rotation; attention_bias on q, k, v and o alike (false in the published configs)."""
     _activation(c, "silu")
-    bias = bool(c.get("attention_bias", False))
-    return {"mlp": "swiglu", "qk_norm": "head", "qkv_bias": bias, "o_bias": bias,
+    return {"mlp": "swiglu", "qk_norm": "head", **one_bias(c),
             **_window(c, on=bool(c.get("use_sliding_window")))}
 
 
@@ -93,9 +99,7 @@ def olmo2(c: Mapping) -> dict[str, Any]:
     """Olmo2DecoderLayer: x + norm(attn(x)), then + norm(mlp(·)): no norm before a branch;
     Olmo2Attention: RMSNorm over the whole q and k projections (heads × head_dim)."""
     _activation(c, "silu")
-    bias = bool(c.get("attention_bias", False))
-    return {"mlp": "swiglu", "qk_norm": "proj", "reordered_norm": True, "qkv_bias": bias,
-            "o_bias": bias}
+    return {"mlp": "swiglu", "qk_norm": "proj", "reordered_norm": True, **one_bias(c)}
 
 
 def _gemma3_rope(c: Mapping) -> dict[str, Any]:
@@ -124,7 +128,6 @@ def gemma3(c: Mapping) -> dict[str, Any]:
     if c.get("use_bidirectional_attention"):
         _fail("use_bidirectional_attention", True, "is not a causal language model: the "
               "proxies train next-token prediction")
-    bias = bool(c.get("attention_bias", False))
     caps = {}
     for key, field in (("attn_softcap", "attn_logit_softcapping"),
                        ("logit_softcap", "final_logit_softcapping")):
@@ -132,7 +135,7 @@ def gemma3(c: Mapping) -> dict[str, Any]:
         if v is not None and not (isinstance(v, int | float) and v > 0):
             _fail(field, v, "must be a positive number or null")
         caps[key] = None if v is None else float(v)
-    out = {"mlp": "geglu", "qkv_bias": bias, "o_bias": bias, "norm_unit_offset": True,
+    out = {"mlp": "geglu", **one_bias(c), "norm_unit_offset": True,
            "sandwich_norm": True, "embedding_normalizer": True, "qk_norm": "head",
            "query_pre_attn_scalar": float(c["query_pre_attn_scalar"]), **caps,
            **_gemma3_rope(c), **_window(c)}
@@ -147,8 +150,7 @@ def gemma(c: Mapping) -> dict[str, Any]:
     window, the attention scaled by head_dim^-½ (no query_pre_attn_scalar). Its published
     config.json says `hidden_act: "gelu"`, which GemmaConfig reads as gelu_pytorch_tanh."""
     _activation(c, "gelu_pytorch_tanh")
-    bias = bool(c.get("attention_bias", False))
-    return {"mlp": "geglu", "qkv_bias": bias, "o_bias": bias, "norm_unit_offset": True,
+    return {"mlp": "geglu", **one_bias(c), "norm_unit_offset": True,
             "embedding_normalizer": True}
 
 
@@ -165,8 +167,7 @@ def smollm3(c: Mapping) -> dict[str, Any]:
     except ValueError as e:
         _fail("no_rope_layers", flags, f"leaves rope out of {e}: the proxies leave it out of "
               "every k-th layer (no_rope_layer_interval)")
-    bias = bool(c.get("attention_bias", False))
-    return {"mlp": "swiglu", "no_rope_interval": interval, "qkv_bias": bias, "o_bias": bias,
+    return {"mlp": "swiglu", "no_rope_interval": interval, **one_bias(c),
             **_window(c, on=bool(c.get("use_sliding_window")))}
 
 
