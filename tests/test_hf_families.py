@@ -1,7 +1,8 @@
-"""The 2025-26 families through `model=hf` (transfer.core.hf_families): Mistral, Qwen3, OLMo 2,
-Gemma 3 and SmolLM3 (and Gemma 1, which CodeGemma shares), each from its published config.json
-to the proxies that keep its features, target.yaml, an hf/config.json transformers builds the
-family's model from, and `transfer.apply` grouping every parameter of that model."""
+"""The 2025-26 families through `model=hf` (transfer.core.hf_families): Mistral, Qwen3, OLMo 2
+and 3, Gemma 3, SmolLM3 and Ministral 3 (and Gemma 1, which CodeGemma shares), each from its
+published config.json to the proxies that keep its features, target.yaml, an hf/config.json
+transformers builds the family's model from, and `transfer.apply` grouping every parameter of
+that model."""
 
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ from transfer.search.trainer import TrainSpec, make_optimizer
 
 # The published config.json files, the fields a team's copy holds (token ids and dtype left
 # out): mistralai/Mistral-7B-v0.1, Qwen/Qwen3-4B-Base, allenai/OLMo-2-1124-7B,
-# google/gemma-3-4b-pt (multimodal: the text model in text_config, the rest Gemma3TextConfig's
-# defaults) and HuggingFaceTB/SmolLM3-3B.
+# allenai/Olmo-3-1025-7B, google/gemma-3-4b-pt (multimodal: the text model in text_config, the
+# rest Gemma3TextConfig's defaults), mistralai/Ministral-3-3B-Base-2512 (multimodal too) and
+# HuggingFaceTB/SmolLM3-3B.
 CONFIGS = {
     "mistral": {
         "model_type": "mistral", "architectures": ["MistralForCausalLM"], "hidden_size": 4096,
@@ -69,6 +71,43 @@ CONFIGS = {
         "rope_theta": 5000000.0, "no_rope_layer_interval": 4,
         "no_rope_layers": [0 if (i + 1) % 4 == 0 else 1 for i in range(36)],
         "tie_word_embeddings": True, "use_sliding_window": False, "vocab_size": 128256},
+    # allenai/Olmo-3-1025-7B: OLMo 2's layer, 3 of 4 layers local, YaRN on the global ones
+    "olmo3": {
+        "model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"], "attention_bias": False,
+        "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 11008,
+        "max_position_embeddings": 65536, "num_attention_heads": 32, "num_hidden_layers": 32,
+        "num_key_value_heads": 32, "rms_norm_eps": 1e-6, "rope_theta": 500000,
+        "rope_scaling": {"rope_type": "yarn", "factor": 8.0,
+                         "original_max_position_embeddings": 8192, "beta_fast": 32.0,
+                         "beta_slow": 1.0, "attention_factor": 1.2079441541679836},
+        "sliding_window": 4096,
+        "layer_types": ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention"
+                        for i in range(32)],
+        "tie_word_embeddings": False, "vocab_size": 100278},
+    # Ministral-8B-Instruct-2410's shapes as transformers' MinistralConfig writes them (its
+    # hub file says model_type mistral, one window on every layer): every 4th layer global
+    "ministral": {
+        "model_type": "ministral", "architectures": ["MinistralForCausalLM"],
+        "hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 36,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+        "hidden_act": "silu", "max_position_embeddings": 32768, "rms_norm_eps": 1e-5,
+        "rope_theta": 100000000.0, "sliding_window": 32768,
+        "layer_types": ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention"
+                        for i in range(36)],
+        "tie_word_embeddings": False, "vocab_size": 131072},
+    # mistralai/Ministral-3-3B-Base-2512 (multimodal: the text model in text_config)
+    "ministral3": {
+        "model_type": "mistral3", "architectures": ["Mistral3ForConditionalGeneration"],
+        "text_config": {
+            "model_type": "ministral3", "hidden_size": 3072, "intermediate_size": 9216,
+            "num_hidden_layers": 26, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "head_dim": 128, "hidden_act": "silu", "max_position_embeddings": 262144,
+            "rms_norm_eps": 1e-5, "sliding_window": None, "tie_word_embeddings": True,
+            "vocab_size": 131072,
+            "rope_parameters": {"rope_type": "yarn", "type": "yarn", "rope_theta": 1000000.0,
+                                "factor": 16.0, "original_max_position_embeddings": 16384,
+                                "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0,
+                                "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1}}},
     # google/gemma-7b (Gemma 1): its legacy hidden_act "gelu" is GemmaConfig's tanh GELU
     "gemma": {
         "model_type": "gemma", "architectures": ["GemmaForCausalLM"], "attention_bias": False,
@@ -89,13 +128,25 @@ FEATURES = {
                "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "attn_softcap": None,
                "logit_softcap": None},
     "smollm3": {"family": "smollm3", "no_rope_interval": 4, "rope_theta": 5e6},
+    "olmo3": {"family": "olmo3", "qk_norm": "proj", "reordered_norm": True,
+              "sliding_window": 4096, "sliding_window_pattern": 4, "rope_theta": 5e5,
+              "seq_len": 8192,
+              "rope_scaling": {"rope_type": "yarn", "factor": 8.0,
+                               "original_max_position_embeddings": 8192, "beta_fast": 32.0,
+                               "beta_slow": 1.0, "attention_factor": 1.2079441541679836}},
+    "ministral": {"family": "ministral", "mlp": "swiglu", "rope_theta": 1e8,
+                  "sliding_window": 32768, "sliding_window_pattern": 4},
+    "ministral3": {"family": "ministral3", "mlp": "swiglu", "d_head": 128, "seq_len": 16384,
+                   "tied_embeddings": True, "rope_theta": 1e6},
     "gemma": {"family": "gemma", "mlp": "geglu", "d_head": 256, "norm_unit_offset": True,
               "embedding_normalizer": True, "tied_embeddings": True},
 }
 # the HF model class hf/config.json names
 CLASSES = {"mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM",
            "olmo2": "Olmo2ForCausalLM", "gemma3": "Gemma3ForCausalLM",
-           "smollm3": "SmolLM3ForCausalLM", "gemma": "GemmaForCausalLM"}
+           "smollm3": "SmolLM3ForCausalLM", "gemma": "GemmaForCausalLM",
+           "olmo3": "Olmo3ForCausalLM", "ministral": "MinistralForCausalLM",
+           "ministral3": "Ministral3ForCausalLM"}
 SMALL_HF = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                 num_attention_heads=4, num_key_value_heads=2)
 
@@ -221,6 +272,19 @@ def test_each_familys_own_fields_in_hf_config(tmp_path, transformers):
     assert c.sliding_window == 1024
     t, c = load("smollm3")
     assert c.no_rope_layers == CONFIGS["smollm3"]["no_rope_layers"]
+    t, c = load("olmo3")  # YaRN on the global layers only, the context it extends to
+    assert c.layer_types == CONFIGS["olmo3"]["layer_types"] and c.sliding_window == 4096
+    assert c.rope_parameters["full_attention"]["rope_type"] == "yarn"
+    assert c.rope_parameters["full_attention"]["factor"] == 8.0
+    assert c.rope_parameters["sliding_attention"] == {"rope_type": "default",
+                                                      "rope_theta": 500000.0}
+    assert (t["model"]["seq_len"], c.max_position_embeddings) == (8192, 65536)
+    t, c = load("ministral")
+    assert c.layer_types == CONFIGS["ministral"]["layer_types"] and c.sliding_window == 32768
+    t, c = load("ministral3")  # the query scaling's β, the context the YaRN extends to
+    assert c.rope_parameters["llama_4_scaling_beta"] == 0.1
+    assert c.rope_parameters["original_max_position_embeddings"] == 16384
+    assert (t["model"]["seq_len"], c.max_position_embeddings) == (16384, 262144)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -27,7 +27,8 @@ CARD = {"llama3.1-8b": 8.03, "llama2-7b": 6.74, "smollm2-1.7b": 1.71, "llama-dyn
         "qwen3-8b-layer-types": 8.19, "gemma3-1b": 1.00, "gemma3-270m-layer-types": 0.268,
         "gemma3-12b-mm": None, "mistral-7b-v0.3": 7.25, "mistral-nemo": 12.25,
         "olmo2-1b": 1.48, "olmo2-13b": 13.72, "smollm3-3b-full": 3.08, "gemma-2b": 2.51,
-        "gemma-1.1-7b": 8.54, "granite-3.3-8b": None}  # Granite's card: "8B"
+        "gemma-1.1-7b": 8.54, "granite-3.3-8b": None,  # Granite's card: "8B"
+        "olmo3-7b": 7.30, "ministral3-3b-mm": 3.43}  # Ministral 3 3B: "3.4B language model"
 REFUSED = {"phi3-mini": "phi3", "mixtral": "mixtral", "qwen3-30b-a3b-moe": "qwen3_moe"}
 SMALL_HF = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                 num_attention_heads=4, num_key_value_heads=2, head_dim=16)

@@ -22,7 +22,7 @@ PARAM_TYPES = ("float", "int", "categorical")
 MISSING = "???"  # OmegaConf's mandatory-value marker (omegaconf.MISSING), as a schema default
 # the targets' Hugging Face families (model_type)
 FAMILIES = ("llama", "qwen2", "gemma2", "mistral", "qwen3", "olmo2", "gemma3_text", "smollm3",
-            "gemma", "granite")
+            "gemma", "granite", "olmo3", "ministral", "ministral3")
 MLPS = ("swiglu", "geglu", "gelu")  # geglu: Gemma's gated tanh-GELU
 # what the built-in proxies build (proxies.transformer's NORMS, POSITIONS; proxies.layers'
 # QK_NORMS, left in place: their files are in the trial-deciding code's hash,

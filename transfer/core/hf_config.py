@@ -20,10 +20,10 @@ from transfer.core.errors import UserError
 from transfer.core.hf_families import DEFAULTS, FAMILY_MAPPERS, one_bias, text_config
 
 INSTALL_HINT = "pip install -e '.[hf]'"
-# model_type values with a mapping below or in transfer.core.hf_families (gemma3: a multimodal
-# config.json, whose text_config is read)
-SUPPORTED = ("gemma", "gemma2", "gemma3", "gemma3_text", "granite", "llama", "mistral", "olmo2",
-             "qwen2", "qwen3", "smollm3")
+# model_type values with a mapping below or in transfer.core.hf_families (gemma3, mistral3: a
+# multimodal config.json, whose text_config is read)
+SUPPORTED = ("gemma", "gemma2", "gemma3", "gemma3_text", "granite", "llama", "ministral",
+             "ministral3", "mistral", "mistral3", "olmo2", "olmo3", "qwen2", "qwen3", "smollm3")
 # GraniteForCausalLM (IBM Granite 3.x, and this tool's own hf/config.json read back) is Llama's
 # layer with one attention_bias for q, k, v and o, mapped as Llama's; these multipliers are
 # hyperparameters, not architecture: the run sets its own (μP's, in its hf/config.json), and
@@ -184,10 +184,11 @@ def map_config(c: Mapping[str, Any]) -> dict[str, Any]:
             _fail("hidden_act", c.get("hidden_act"), "has no proxy: the proxies' gated MLP is "
                   "SiLU (swiglu) or tanh-GELU (Gemma's geglu)")
         out["mlp"] = "swiglu"
-    if scaling and scaling.get("original_max_position_embeddings"):
-        # Llama 3.x: max_position_embeddings is the context the scaling extends to; the
-        # pretraining context (what the cost and the emitted config mean by seq_len) is this
-        out["seq_len"] = int(scaling["original_max_position_embeddings"])
+    if out["rope_scaling"] and out["rope_scaling"].get("original_max_position_embeddings"):
+        # Llama 3.x, OLMo 3, Ministral 3: max_position_embeddings is the context the scaling
+        # extends to; the pretraining context (what the cost and the emitted config mean by
+        # seq_len) is this
+        out["seq_len"] = int(out["rope_scaling"]["original_max_position_embeddings"])
     if kind in ("llama", "granite"):
         out.update(one_bias(c))
         if scaling and (scaling.get("rope_type") or scaling.get("type")) not in (

@@ -3,13 +3,15 @@
 `transfer.core.hf_config.map_config` maps what every family shares (shapes, vocabulary,
 context, norm ε, rope, tying); each function here adds one family's own features, read as its
 `modeling_*.py` uses them: Mistral's sliding window, Qwen3's per-head q/k norms, OLMo 2's
-norms after each branch and q/k norms over the whole projection, Gemma 3's local/global layers
-with their two rotary bases, SmolLM3's layers without rope. A pattern the proxies cannot keep
-(layers that are not every k-th) is a `UserError` naming the field.
+norms after each branch and q/k norms over the whole projection (and OLMo 3's local layers),
+Gemma 3's local/global layers with their two rotary bases, SmolLM3's layers without rope,
+Ministral's window per layer kind and Ministral 3's long-context query scaling. A pattern the
+proxies cannot keep (layers that are not every k-th) is a `UserError` naming the field.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,9 +29,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+# multimodal model_type → its text model's config is `text_config` (Gemma 3; Mistral 3: Mistral
+# Small 3.1/3.2 and Ministral 3, whose text models are mistral or ministral3)
+MULTIMODAL = ("gemma3", "mistral3")
+
+
 def text_config(c: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A multimodal Gemma 3 config's text model (its `text_config`); any other config itself."""
-    if c.get("model_type") == "gemma3" and isinstance(c.get("text_config"), Mapping):
+    """A multimodal config's text model (its `text_config`); any other config itself."""
+    if c.get("model_type") in MULTIMODAL and isinstance(c.get("text_config"), Mapping):
         return c["text_config"]
     return c
 
@@ -82,8 +89,22 @@ def one_bias(c: Mapping) -> dict[str, bool]:
 
 
 def mistral(c: Mapping) -> dict[str, Any]:
-    """MistralAttention: Llama's, without biases, every layer over the sliding window."""
+    """MistralAttention: Llama's, without biases, every layer over the sliding window
+    (MinistralConfig: the layers its layer_types name sliding_attention)."""
     _activation(c, "silu")
+    return {"mlp": "swiglu", **_window(c)}
+
+
+def ministral3(c: Mapping) -> dict[str, Any]:
+    """Ministral3Attention (Ministral 3, Devstral 2): Mistral's, with the queries scaled by
+    1 + β·ln(1 + ⌊position / original_max_position_embeddings⌋) (rope_parameters'
+    llama_4_scaling_beta): 1 on every position below the original context, so on the proxies
+    and over the pretraining context; the β stays in rope_scaling, which the proxies do not
+    train with (provenance.not_transferred)."""
+    _activation(c, "silu")
+    beta = (c.get("rope_parameters") or {}).get("llama_4_scaling_beta")
+    if beta is not None and not (isinstance(beta, int | float) and math.isfinite(beta)):
+        _fail("rope_parameters.llama_4_scaling_beta", beta, "must be a number")
     return {"mlp": "swiglu", **_window(c)}
 
 
@@ -102,15 +123,27 @@ def olmo2(c: Mapping) -> dict[str, Any]:
     return {"mlp": "swiglu", "qk_norm": "proj", "reordered_norm": True, **one_bias(c)}
 
 
-def _gemma3_rope(c: Mapping) -> dict[str, Any]:
+def olmo3(c: Mapping) -> dict[str, Any]:
+    """Olmo3 (OLMo 3): OLMo 2's layer, with every 4th layer global and the others over the
+    sliding window (layer_types), and the rope scaling (YaRN) on the global layers only; both
+    kinds rotate with one θ in the published configs."""
+    out = {**olmo2(c), **_per_kind_rope(c), **_window(c)}
+    if out["sliding_window_pattern"] is None or out["rope_local_theta"] == out["rope_theta"]:
+        out["rope_local_theta"] = None  # no local layer, or the local layers' θ is the global
+    return out
+
+
+def _per_kind_rope(c: Mapping, *, local_default: float | None = None) -> dict[str, Any]:
     """The global layers' θ and scaling, the local layers' θ: transformers 5 keeps them per
-    layer type in rope_parameters, 4.x as rope_theta, rope_scaling, rope_local_base_freq."""
+    layer type in rope_parameters, 4.x as rope_theta, rope_scaling and (Gemma 3)
+    rope_local_base_freq; `local_default`: the local θ where a 4.x config names none (None: the
+    global θ, as OLMo 3's)."""
     params = c.get("rope_parameters") or {}
     if FULL in params:
         full, local = dict(params[FULL] or {}), dict(params.get(SLIDING) or {})
     else:
         full = {**(c.get("rope_scaling") or {}), "rope_theta": c.get("rope_theta", 1e6)}
-        local = {"rope_theta": c.get("rope_local_base_freq", 1e4)}
+        local = {"rope_theta": c.get("rope_local_base_freq", local_default or full["rope_theta"])}
     if local.get("rope_type", "default") != "default":
         _fail("rope_parameters.sliding_attention", local, "scales the local layers' rotary "
               "wavelengths, which the proxies do not")
@@ -138,7 +171,7 @@ def gemma3(c: Mapping) -> dict[str, Any]:
     out = {"mlp": "geglu", **one_bias(c), "norm_unit_offset": True,
            "sandwich_norm": True, "embedding_normalizer": True, "qk_norm": "head",
            "query_pre_attn_scalar": float(c["query_pre_attn_scalar"]), **caps,
-           **_gemma3_rope(c), **_window(c)}
+           **_per_kind_rope(c, local_default=1e4), **_window(c)}
     if out["sliding_window_pattern"] is None and out["sliding_window"] is None:
         out["rope_local_theta"] = None  # no local layer
     return out
@@ -171,10 +204,11 @@ def smollm3(c: Mapping) -> dict[str, Any]:
             **_window(c, on=bool(c.get("use_sliding_window")))}
 
 
-# model_type → its features' mapping (`gemma3`, the multimodal config, reads its text_config)
+# model_type → its features' mapping (`gemma3` and `mistral3`, the multimodal configs, read
+# their text_config)
 FAMILY_MAPPERS: dict[str, Callable[[Mapping], dict[str, Any]]] = {
-    "mistral": mistral, "qwen3": qwen3, "olmo2": olmo2, "gemma3_text": gemma3,
-    "smollm3": smollm3, "gemma": gemma}
+    "mistral": mistral, "ministral": mistral, "ministral3": ministral3, "qwen3": qwen3,
+    "olmo2": olmo2, "olmo3": olmo3, "gemma3_text": gemma3, "smollm3": smollm3, "gemma": gemma}
 # what a family without the feature has (map_config's defaults for the older families)
 DEFAULTS = {"qk_norm": None, "reordered_norm": False, "sliding_window_pattern": None,
             "rope_local_theta": None, "no_rope_interval": None}

@@ -4,8 +4,8 @@
 zero-init: the attention query, the untied readout by default); `param_groups(model, target)`
 returns one AdamW group per target.yaml group with its lr, weight decay and ε. Parameters are
 matched by role (name pattern, checked against shape) for a Hugging Face `GraniteForCausalLM`
-and the families' own (`Qwen2`, `Qwen3`, `Mistral`, `Olmo2`, `SmolLM3`, `Gemma`, `Gemma2`,
-`Gemma3` `...ForCausalLM`), and for the project's own family (`proxies/transformer.py`); each role is decided once, in
+and the families' own (`Qwen2`, `Qwen3`, `Mistral`, `Ministral`, `Ministral3`, `Olmo2`,
+`Olmo3`, `SmolLM3`, `Gemma`, `Gemma2`, `Gemma3` `...ForCausalLM`), and for the project's own family (`proxies/transformer.py`); each role is decided once, in
 `transfer.core.params`, and both functions read that one answer. An unknown parameter or group
 name is an error that names it. No mup package is needed: the numbers in target.yaml are already explicit.
 
@@ -137,6 +137,7 @@ def _zero_roles(group: Mapping) -> frozenset[str]:
 
 # Hugging Face class-name prefix → family (`multipliers`, `trainer_must_add`, `_set_knobs`)
 HF_FAMILIES = {"Qwen2": "qwen2", "Qwen3": "qwen3", "Mistral": "mistral", "Olmo2": "olmo2",
+               "Olmo3": "olmo3", "Ministral3": "ministral3", "Ministral": "ministral",
                "SmolLM3": "smollm3", "Gemma2": "gemma2", "Gemma3": "gemma3_text",
                "Gemma": "gemma"}  # in this order: the first prefix a class name starts with
 GEMMAS = ("gemma", "gemma2", "gemma3_text")  # an embed_scale buffer, (1 + w) gains
@@ -155,8 +156,9 @@ _BRANCH_END = (r"(self_attn\.o_proj|mlp\.down_proj)\.(weight|bias)$", "residual_
 _POST_NORMS = (r"(post_attention_layernorm|post_feedforward_layernorm)\.weight$",
                "residual_mult")
 ABSORB = {**{f: (_FINAL_NORM, _BRANCH_END)
-             for f in ("qwen2", "qwen3", "mistral", "smollm3", "gemma")},
-          **{f: (_FINAL_NORM, _POST_NORMS) for f in ("gemma2", "gemma3_text", "olmo2")}}
+             for f in ("qwen2", "qwen3", "mistral", "ministral", "ministral3", "smollm3",
+                       "gemma")},
+          **{f: (_FINAL_NORM, _POST_NORMS) for f in ("gemma2", "gemma3_text", "olmo2", "olmo3")}}
 
 
 def multipliers(model: nn.Module, target: Mapping) -> dict[str, float]:

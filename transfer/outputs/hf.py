@@ -63,6 +63,9 @@ def not_granite(m: Mapping) -> str | None:
     if bool(m.get("qkv_bias")) != bool(m.get("o_bias")):
         return ("biases on q/k/v but not on the output projection (Granite's one attention_bias "
                 "covers all four)")
+    if (m.get("rope_scaling") or {}).get("llama_4_scaling_beta"):
+        return ("Ministral 3's query scaling past the original context "
+                "(rope_parameters.llama_4_scaling_beta)")
     for key, what in (("qk_norm", "q/k norms"), ("reordered_norm", "norms after the branches"),
                       ("sliding_window", "a sliding window"),
                       ("sliding_window_pattern", "local and global layers"),
@@ -134,7 +137,12 @@ FAMILY_CLASSES = {"qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
                   "olmo2": ("Olmo2Config", "Olmo2ForCausalLM"),
                   "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
                   "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM"),
-                  "gemma": ("GemmaConfig", "GemmaForCausalLM")}
+                  "gemma": ("GemmaConfig", "GemmaForCausalLM"),
+                  "olmo3": ("Olmo3Config", "Olmo3ForCausalLM"),
+                  "ministral": ("MinistralConfig", "MinistralForCausalLM"),
+                  # Ministral 3's text model (its published config.json is a multimodal
+                  # Mistral3Config around it; the vision tower is not this tool's)
+                  "ministral3": ("Ministral3Config", "Ministral3ForCausalLM")}
 
 
 def family_config_dict(target: Mapping) -> dict[str, Any]:
@@ -187,13 +195,38 @@ def layer_types(m: Mapping) -> list[str] | None:
 
 
 def _llama_like(m: Mapping, mup: Mapping) -> dict[str, Any]:
-    """Mistral, Qwen3, OLMo 2 and SmolLM3 share Llama's fields: SiLU, head_dim, biases and the
-    rope scaling as in the published config.json."""
+    """Mistral, Ministral, Qwen3, OLMo 2 and SmolLM3 share Llama's fields: SiLU, head_dim,
+    biases and the rope scaling as in the published config.json, with the context it extends
+    to as max_position_embeddings (seq_len is the pretraining context)."""
     out = {"hidden_act": "silu", "head_dim": int(mup["d_head"]),
            "attention_bias": bool(m.get("qkv_bias", False))}
     if m.get("rope_scaling"):
         out["rope_scaling"] = dict(m["rope_scaling"])
+        out.update(_extended(m))
     return out
+
+
+def _extended(m: Mapping) -> dict[str, int]:
+    """max_position_embeddings where the rope scaling names the context it extends from and
+    its factor (original × factor, as Llama 3.x, OLMo 3 and Ministral 3 publish it)."""
+    scaling = m.get("rope_scaling") or {}
+    orig, factor = scaling.get("original_max_position_embeddings"), scaling.get("factor")
+    if not (orig and factor):
+        return {}
+    return {"max_position_embeddings": max(int(m["seq_len"]), int(orig * factor))}
+
+
+def _olmo3(m: Mapping, mup: Mapping) -> dict[str, Any]:
+    """OLMo 2's fields, plus each layer's kind, the window, and the rope scaling on the global
+    layers only (Olmo3Config's rope_parameters per kind; one θ unless rope_local_theta)."""
+    theta = float(m.get("rope_theta", DEFAULT_ROPE_THETA))
+    full = {"rope_type": "default", **(m.get("rope_scaling") or {}), "rope_theta": theta}
+    local = {"rope_type": "default", "rope_theta": float(m.get("rope_local_theta") or theta)}
+    kinds = layer_types(m) or ["full_attention"] * int(m["n_layers"])
+    return {"hidden_act": "silu", "attention_bias": bool(m.get("qkv_bias", False)),
+            "sliding_window": m.get("sliding_window"), "layer_types": kinds,
+            "rope_parameters": {"full_attention": full, "sliding_attention": local},
+            **_extended(m)}
 
 
 def _gemma3(m: Mapping, mup: Mapping) -> dict[str, Any]:
@@ -231,6 +264,12 @@ NEWER_FAMILIES = {
     "mistral": lambda m, mup: {**_llama_like(m, mup), "sliding_window": m.get("sliding_window")},
     "qwen3": lambda m, mup: {**_llama_like(m, mup), **_window(m)},
     "olmo2": _llama_like,
+    "olmo3": _olmo3,
+    "ministral": lambda m, mup: {**_llama_like(m, mup), "sliding_window": m.get("sliding_window"),
+                                 "layer_types": layer_types(m)
+                                 or ["full_attention"] * int(m["n_layers"])},
+    "ministral3": lambda m, mup: {**_llama_like(m, mup),
+                                  "sliding_window": m.get("sliding_window")},
     "gemma3_text": _gemma3,
     "smollm3": _smollm3,
     # Gemma 1: no field for μP's attention scale (head_dim^-½ built in): apply.init_ sets it
