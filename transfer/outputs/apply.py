@@ -5,8 +5,9 @@ zero-init: the attention query, the untied readout by default); `param_groups(mo
 returns one AdamW group per target.yaml group with its lr, weight decay and ε. Parameters are
 matched by role (name pattern, checked against shape) for a Hugging Face `GraniteForCausalLM`
 and the families' own (`Qwen2`, `Qwen3`, `Mistral`, `Ministral`, `Ministral3`, `Olmo2`,
-`Olmo3`, `SmolLM3`, `Gemma`, `Gemma2`, `Gemma3` `...ForCausalLM`), and for the project's own family (`proxies/transformer.py`); each role is decided once, in
-`transfer.core.params`, and both functions read that one answer. An unknown parameter or group
+`Olmo3`, `SmolLM3`, `Gemma`, `Gemma2`, `Gemma3` `...ForCausalLM`), and for the project's own
+family (`proxies/transformer.py`); each role is decided once, in `transfer.core.params`, and
+both functions read that one answer. An unknown parameter or group
 name is an error that names it. No mup package is needed: the numbers in target.yaml are already explicit.
 
 The families' configs have no field for some μP multipliers (Granite's has them all).
