@@ -40,6 +40,24 @@ def test_a_preset_written_to_conf_model_is_found_in_any_folder(tmp_path, monkeyp
     assert as_config(compose([])).model.name == "3b"  # the packaged default is still it
 
 
+def test_a_preset_that_names_a_config_json_maps_it_as_model_hf(tmp_path, monkeypatch,
+                                                              transformers):
+    """`config:` and `train_tokens:` in a team preset: the target read from that config.json
+    (as model=hf reads it), under the preset's own name, so compare can take it."""
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    (tmp_path / "configs").mkdir()
+    shutil.copy(ROOT / "tests" / "configs" / "olmo3-7b.json", tmp_path / "configs")
+    (tmp_path / "conf" / "model" / "olmo3.yaml").write_text(
+        "name: olmo3\nconfig: configs/olmo3-7b.json\ntrain_tokens: 5.9e+12\n")
+    monkeypatch.chdir(tmp_path)
+    got = as_config(compose(["model=olmo3"])).model
+    want = as_config(compose(["model=hf", "model.config=configs/olmo3-7b.json",
+                              "model.train_tokens=5.9e12"])).model
+    assert (got.name, got.family, got.train_tokens) == ("olmo3", "olmo3", 5.9e12)
+    assert {k: v for k, v in vars(got).items() if k != "name"} == {
+        k: v for k, v in vars(want).items() if k != "name"}
+
+
 def test_the_packaged_preset_wins_a_clash(tmp_path, monkeypatch):
     (tmp_path / "conf" / "model").mkdir(parents=True)
     shutil.copy(EXAMPLE, tmp_path / "conf" / "model" / "3b.yaml")

@@ -32,8 +32,8 @@ def split_models(argv: list[str]) -> tuple[list[str], list[str]] | str:
         return (f"model={given[0].partition('=')[2]}: compare needs two or more different "
                 "families, comma-separated")
     if any(m == "hf" for m in models):
-        return ("model=hf reads one config.json: put yours in conf/model/<name>.yaml (its "
-                "model.* fields) and compare model=<name>,...")
+        return ("model=hf reads one config.json: name it in conf/model/<name>.yaml (config: "
+                "PATH and train_tokens: D, or its model.* fields) and compare model=<name>,...")
     return models, [a for a in argv if a.partition("=")[0] != "model"]
 
 
