@@ -55,7 +55,7 @@ def test_calibration_reads_the_archives_runs_of_this_budget_and_parametrization(
     empty = calibration(archive, cfg)  # no archive folder yet: the prior alone
     assert empty.runs == [] and empty.prior_runs == cfg.cost.eta_prior_runs > 0
     assert empty.ratios == pytest.approx(prior)
-    assert "budget's 5 measured runs" in empty.describe()
+    assert f"budget's {cfg.cost.eta_prior_runs} measured runs" in empty.describe()
     _add(archive, "a", {**PRED, "depth": 600.0})  # a seed round doubled the depth grid
     _add(archive, "b", {**PRED, "depth": 300.0}, status="inconclusive")
     _add(archive, "smoke", {**PRED, "depth": 3000.0}, budget="smoke")
