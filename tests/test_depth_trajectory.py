@@ -7,6 +7,7 @@ and the shared (w0, L0) curve makes the two parts' draws correlated, not indepen
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 from transfer.verdict.curves import grid
 from transfer.verdict.joint import joint
+from transfer.verdict.joint import lines as joint_lines
 from transfer.verdict.judge import INCONCLUSIVE, PASSED, REJECTED, Limits, judge
 from transfer.verdict.trajectory import (
     CONVERGING,
@@ -99,6 +101,28 @@ def test_one_depth_unbracketed_is_inconclusive_not_rejected():
     v = judge(curves(law, DEPTHS, points=6), None, -7.0, depth_limits(), COORD_OK)
     assert v.outcome == INCONCLUSIVE
     assert any("depth 8" in r and "not located" in r for r in v.reasons), v.reasons
+
+
+def test_a_depth_without_an_optimum_says_so_and_no_nan():
+    """A curve with 3 finite points (the rest diverged: OLMo 3's 16 layers at ca827f0) has no
+    optimum, so no trajectory is fitted: the reasons say that, not "disagree by nan octave",
+    and the joint line says which part has no estimate, not "log2 nan [nan, nan]"."""
+    xs = [-8.0, -7.0, -6.0, -5.0, -4.0]
+    c = curves({2: -7.0, 4: -6.9}.get, DEPTHS[:2], xs=xs)
+    c[8] = list(zip(xs, [[2.0997, 2.1146], [2.1351, 2.0778], [2.1094, 2.0847],  # OLMo 3's
+                         [math.nan] * 2, [math.nan] * 2]))
+    v = judge(c, None, -7.0, depth_limits(), COORD_OK)
+    assert math.isnan(v.trajectory["disagreement"])
+    assert v.outcome == INCONCLUSIVE
+    assert any("depth 8: 3 finite points" in r for r in v.reasons), v.reasons
+    assert not any("nan" in r for r in v.reasons), v.reasons
+    j = run_joint(*joint_curves(lambda w: -7.0, lambda L: 0.0))
+    assert "log2 -7" in joint_lines(j)[0]
+    nan = math.nan  # a depth part without an estimate, as OLMo 3's run printed it
+    j = dataclasses.replace(j, estimate=nan, interval=[nan, nan],
+                            depth={**j.depth, "estimate": nan, "interval": [nan, nan]})
+    (line,) = joint_lines(j)
+    assert "nan" not in line and "its depth part has none" in line, line
 
 
 def test_two_depths_cannot_check_the_trajectory():

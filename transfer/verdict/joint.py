@@ -25,6 +25,7 @@ Plain numpy: no Optuna, no config.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -189,9 +190,16 @@ def joint(width_curves: Mapping[int, Mapping], depth_curves: Mapping[int, Mappin
 
 
 def lines(j: Joint) -> list[str]:
-    """The joint estimate in printed lines."""
+    """The joint estimate in printed lines; where a part has no estimate (a curve without an
+    optimum left its trajectory unfitted), that, not a NaN."""
     lo, hi = j.interval
     w, d = j.width, j.depth
+    missing = [name for name, part in (("width", w), ("depth", d))
+               if not math.isfinite(part["estimate"])]
+    if missing:
+        return [f"   lr at the target  no estimate at width {j.target_width} × {j.target_depth} "
+                f"layers: its {' and '.join(missing)} part has none (a curve without an "
+                "optimum: the verdicts above say which)"]
     return [f"   lr at the target  log2 {j.estimate:.2f} [{lo:.2f}, {hi:.2f}] at width "
             f"{j.target_width} × {j.target_depth} layers ({j.confidence:.0%}, width and depth "
             f"drawn together): width part {w['estimate']:.2f} [{w['interval'][0]:.2f}, "

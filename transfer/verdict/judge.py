@@ -454,7 +454,9 @@ def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: dict[str, str
         straddle["target"] = (f"the optimum at {at} is log2 lr {t.estimate:.2f}, {conf} "
                               f"interval {_fmt_ci(t.interval)} ({t.model}): wider than ±{tol} around it")
         unk.append(straddle["target"])
-    if t.model != INTERPOLATED and not t.disagreement <= tol:  # inside the grid: no model
+    # inside the grid: no model; NaN: a curve without an optimum left no trajectory to fit
+    # (said above), so no disagreement was measured
+    if t.model != INTERPOLATED and math.isfinite(t.disagreement) and t.disagreement > tol:
         other = next(m for m in t.models if m != t.model)
         unk.append(f"{DISAGREE} at {at} by {t.disagreement:.2f} octave "
                    f"({t.model} {t.estimate:.2f}, {other} {t.models[other]['estimate']:.2f}), "
