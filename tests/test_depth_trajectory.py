@@ -104,7 +104,7 @@ def test_one_depth_unbracketed_is_inconclusive_not_rejected():
 
 
 def test_a_depth_without_an_optimum_says_so_and_no_nan():
-    """A curve with 3 finite points (the rest diverged: OLMo 3's 16 layers at ca827f0) has no
+    """A curve with 3 finite points (the rest diverged: OLMo 3 7B's 16 layers at 6c7e00f) has no
     optimum, so no trajectory is fitted: the reasons say that, not "disagree by nan octave",
     and the joint line says which part has no estimate, not "log2 nan [nan, nan]"."""
     xs = [-8.0, -7.0, -6.0, -5.0, -4.0]
