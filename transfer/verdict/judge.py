@@ -456,7 +456,7 @@ def _trajectory_rules(t, limits: Limits, unk: list[str], straddle: dict[str, str
         unk.append(straddle["target"])
     # inside the grid: no model; NaN: a curve without an optimum left no trajectory to fit
     # (said above), so no disagreement was measured
-    if t.model != INTERPOLATED and math.isfinite(t.disagreement) and t.disagreement > tol:
+    if t.model != INTERPOLATED and not math.isnan(t.disagreement) and t.disagreement > tol:
         other = next(m for m in t.models if m != t.model)
         unk.append(f"{DISAGREE} at {at} by {t.disagreement:.2f} octave "
                    f"({t.model} {t.estimate:.2f}, {other} {t.models[other]['estimate']:.2f}), "
