@@ -194,6 +194,12 @@ def layer_types(m: Mapping) -> list[str] | None:
             for i in range(n)]
 
 
+def every_layer_kind(m: Mapping) -> list[str]:
+    """`layer_types`, with every layer global where the target has no window (the field the
+    Gemma 3, OLMo 3 and Ministral configs always hold)."""
+    return layer_types(m) or ["full_attention"] * int(m["n_layers"])
+
+
 def _llama_like(m: Mapping, mup: Mapping) -> dict[str, Any]:
     """Mistral, Ministral, Qwen3, OLMo 2 and SmolLM3 share Llama's fields: SiLU, head_dim,
     biases and the rope scaling as in the published config.json, with the context it extends
@@ -222,9 +228,8 @@ def _olmo3(m: Mapping, mup: Mapping) -> dict[str, Any]:
     theta = float(m.get("rope_theta", DEFAULT_ROPE_THETA))
     full = {"rope_type": "default", **(m.get("rope_scaling") or {}), "rope_theta": theta}
     local = {"rope_type": "default", "rope_theta": float(m.get("rope_local_theta") or theta)}
-    kinds = layer_types(m) or ["full_attention"] * int(m["n_layers"])
     return {"hidden_act": "silu", "attention_bias": bool(m.get("qkv_bias", False)),
-            "sliding_window": m.get("sliding_window"), "layer_types": kinds,
+            "sliding_window": m.get("sliding_window"), "layer_types": every_layer_kind(m),
             "rope_parameters": {"full_attention": full, "sliding_attention": local},
             **_extended(m)}
 
@@ -240,7 +245,7 @@ def _gemma3(m: Mapping, mup: Mapping) -> dict[str, Any]:
             "attn_logit_softcapping": m.get("attn_softcap"),
             "final_logit_softcapping": m.get("logit_softcap"),
             "sliding_window": m.get("sliding_window"),
-            "layer_types": layer_types(m) or ["full_attention"] * int(m["n_layers"]),
+            "layer_types": every_layer_kind(m),
             "rope_parameters": {"full_attention": full, "sliding_attention": local},
             "attention_bias": bool(m.get("qkv_bias", False))}
 
@@ -252,6 +257,11 @@ def _window(m: Mapping) -> dict[str, Any]:
             **({"layer_types": kinds} if kinds else {})}
 
 
+def _mistral(m: Mapping, mup: Mapping) -> dict[str, Any]:
+    """Mistral's and Ministral 3's fields: Llama's, and the window."""
+    return {**_llama_like(m, mup), "sliding_window": m.get("sliding_window")}
+
+
 def _smollm3(m: Mapping, mup: Mapping) -> dict[str, Any]:
     k, n = m.get("no_rope_interval"), int(m["n_layers"])
     return {**_llama_like(m, mup), **_window(m), "mlp_bias": bool(m.get("mlp_bias")),
@@ -261,15 +271,12 @@ def _smollm3(m: Mapping, mup: Mapping) -> dict[str, Any]:
 
 # family → its own fields beyond the shapes (the older two are written in family_config_dict)
 NEWER_FAMILIES = {
-    "mistral": lambda m, mup: {**_llama_like(m, mup), "sliding_window": m.get("sliding_window")},
+    "mistral": _mistral,
     "qwen3": lambda m, mup: {**_llama_like(m, mup), **_window(m)},
     "olmo2": _llama_like,
     "olmo3": _olmo3,
-    "ministral": lambda m, mup: {**_llama_like(m, mup), "sliding_window": m.get("sliding_window"),
-                                 "layer_types": layer_types(m)
-                                 or ["full_attention"] * int(m["n_layers"])},
-    "ministral3": lambda m, mup: {**_llama_like(m, mup),
-                                  "sliding_window": m.get("sliding_window")},
+    "ministral": lambda m, mup: {**_mistral(m, mup), "layer_types": every_layer_kind(m)},
+    "ministral3": _mistral,
     "gemma3_text": _gemma3,
     "smollm3": _smollm3,
     # Gemma 1: no field for μP's attention scale (head_dim^-½ built in): apply.init_ sets it
