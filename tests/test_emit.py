@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import math
 
+import numpy as np
 import pytest
 import yaml
 
@@ -314,6 +315,20 @@ def test_dump_yaml_warns_in_the_header_when_not_validated():
     s = io.StringIO()
     emit.dump_yaml(make(validated=True), s)
     assert "WARNING" not in s.getvalue()
+
+
+def test_dump_yaml_writes_a_missing_estimate_as_null_and_keeps_an_unbounded_side():
+    """NaN (a depth curve without an optimum) is null, as the run's JSON files write it, not
+    YAML's .nan; ±inf (an interval open on that side) stays ±.inf."""
+    t = make()
+    t["provenance"]["depth"] = {"optima_log2": [-3.0, float("nan"), np.float64("nan")],
+                                "optima_ci": [[-3.5, -2.5], [float("-inf"), float("inf")]]}
+    s = io.StringIO()
+    emit.dump_yaml(t, s)
+    assert ".nan" not in s.getvalue()
+    back = yaml.safe_load(s.getvalue())["provenance"]["depth"]
+    assert back["optima_log2"] == [-3.0, None, None]
+    assert back["optima_ci"][1] == [float("-inf"), float("inf")]
 
 
 def test_dump_yaml_is_stable():

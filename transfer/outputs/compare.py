@@ -227,15 +227,16 @@ def family_metrics(f: Family, *, flops: float | None, confidence: float = CONFID
     l0 = math.log(f.vocab_size)
     basin_open = basin_octaves(xs, np.nanmean(ys, axis=1))[1]
     train = f.train
-    lr_ci = train.get("lr_interval") or [math.nan, math.nan]
+    # target.yaml writes an estimate it lacks as null (NaN in the run's own numbers)
+    lr_ci = [math.nan if x is None else x for x in train.get("lr_interval") or [None, None]]
     out = {
         "model": f.model, "run": f.run, "verdict": f.status, "widest_proxy": w,
         "seeds": int(ys.shape[1]), "tokens": f.tokens,
         "lr": {"value": train.get("lr", math.nan), "ci": list(lr_ci)},
         "lr_transferred": {"value": train.get("lr_transferred", math.nan),
                            "spans": f.spans.split(":")[0],
-                           "ci": list(train.get("lr_transferred_interval") or
-                                      [math.nan, math.nan])},
+                           "ci": [math.nan if x is None else x for x in
+                                  train.get("lr_transferred_interval") or [None, None]]},
         "loss_equal_tokens": _metric(ys, np.nanmin, confidence, n_boot, 0),
         "basin_octaves": {**_metric(ys, lambda m: basin_octaves(xs, m)[0], confidence, n_boot, 2),
                           "bound": "lower" if basin_open else None},

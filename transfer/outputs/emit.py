@@ -434,13 +434,17 @@ def emit_target(model: Mapping | Any, *, base_width: int, winners: Mapping, prox
 
 
 def _plain(obj: Any) -> Any:
-    """YAML-safe builtins: numpy/torch scalars → Python numbers, tuples → lists."""
+    """YAML-safe builtins: numpy/torch scalars → Python numbers, tuples → lists, and NaN (no
+    estimate: a depth curve without an optimum) → null, as the run's JSON files write it. ±inf
+    stays YAML's ±.inf: an interval unbounded on that side."""
     if isinstance(obj, Mapping):
         return {str(k): _plain(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [_plain(v) for v in obj]
     if hasattr(obj, "item") and callable(obj.item):  # numpy / torch scalar
-        return obj.item()
+        obj = obj.item()
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
     return obj
 
 
