@@ -223,6 +223,16 @@ DESIGNS = {
     # the price of a decided verdict on a flat family: the width grid's default (spread-5)
     # with every curve at 2, 4 or 8 times its seeds, and the depth grid's default so
     **{f"spread-5-all-{k}x": {**SPREAD_5, "all_seeds": k} for k in (2, 4, 8)},
+    # fewer points on the dearest curve (the widest, or the deepest), placed around the vertex
+    # the curve before it showed: 3 points 0.75 octave apart, or 3 and 4 points spread over
+    # the basin (`plan.spread_step`, up to 1.5 octaves apart): is the shared curvature enough
+    # to place its vertex from 3?
+    "last-3": {**SPREAD_5, "last_points": 3},
+    "last-3-basin": {**SPREAD_5, "last_points": 3, "spread_basins": 4.0, "max_step": 1.5},
+    "last-4-basin": {**SPREAD_5, "last_points": 4, "spread_basins": 4.0, "max_step": 1.5},
+    "wide-3-basin": {**SPREAD_5, "wide_points": 3, "spread_basins": 4.0, "max_step": 1.5},
+    "depth-last-3": {**DEPTH_DEFAULT, "last_points": 3},
+    "depth-wide-3": {**DEPTH_DEFAULT, "wide_points": 3},
     **{f"depth-all-{k}x": {**DEPTH_DEFAULT, "all_seeds": k} for k in (2, 4)},
 }
 

@@ -216,6 +216,10 @@ def test_a_config_json_that_leaves_the_class_defaults_out_maps_as_the_filled_one
     ("qwen3", {"use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 28},
      "layer_types"),
     ("olmo2", {"hidden_act": "gelu"}, "hidden_act='gelu'"),
+    # Ministral 3's query scale β must be a number (the multimodal file: its text_config)
+    ("ministral3", {"text_config": {**CONFIGS["ministral3"]["text_config"], "rope_parameters": {
+        **CONFIGS["ministral3"]["text_config"]["rope_parameters"],
+        "llama_4_scaling_beta": "0.1"}}}, "llama_4_scaling_beta"),
 ])
 def test_a_pattern_the_proxies_cannot_keep_is_one_line_and_exit_2(name, changes, says, tmp_path,
                                                                   transformers, capsys):
