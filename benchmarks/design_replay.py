@@ -42,6 +42,10 @@ pipeline does, `validation.max_extend` steps at most):
   spread-5-all-2x, -4x, -8x  spread-5 with every curve at 2, 4 or 8 times its seeds: what a
                flat family's verdict costs to decide; depth-all-2x, -4x: the depth grid's
                default so
+  last-3, last-3-basin, last-4-basin  spread-5 with the widest curve, the dearest, at 3 points
+               (0.75 octave apart, or spread over 4 basins) or 4 (spread); wide-3-basin: every
+               later curve at 3, spread; depth-last-3, depth-wide-3: the depth grid's default
+               so (`--axis depth`)
 
     python benchmarks/design_replay.py --runs /tmp/cmpdef/sweeps/3b-mup-default-* --draws 200
     python benchmarks/design_replay.py --axis depth --runs /tmp/cmpdef/sweeps/*-default-*
