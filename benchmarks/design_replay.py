@@ -50,6 +50,7 @@ pipeline does, `validation.max_extend` steps at most):
     python benchmarks/design_replay.py --runs /tmp/cmpdef/sweeps/3b-mup-default-* --draws 200
     python benchmarks/design_replay.py --axis depth --runs /tmp/cmpdef/sweeps/*-default-*
     python benchmarks/design_replay.py --runs <run> --designs spread-5 --reasons  # why rejected
+    python benchmarks/design_replay.py --table out1.json out2.json  # design × run, one table
 """
 
 from __future__ import annotations
@@ -319,9 +320,44 @@ def limits_for(run: Path, truth: Truth) -> Limits:
     return limits_from(val, target_width=truth.target_width, parametrization=param)
 
 
+# each axis's default design: the table's 1.00 ×
+DEFAULTS = {"width": "spread-5", "depth": "spread-basin-4-first-2x"}
+
+
+def table(rows: list[dict]) -> str:
+    """Replayed rows (this script's `--out` files, merged) as one table per axis: a row per
+    design, a column per run, each cell the design's trial-seconds × the default's on that run,
+    its passed share, coverage and median interval width at the target (octaves)."""
+    base = {r["run"]: r["seconds"] for r in rows
+            if r["design"] == DEFAULTS[r["run"].rsplit(":", 1)[-1]]}
+    runs = list(dict.fromkeys(r["run"] for r in rows if r["run"] in base))
+    designs = list(dict.fromkeys(r["design"] for r in rows))
+    out = []
+    for axis in ("width", "depth"):
+        rs = [x for x in runs if x.endswith(":" + axis)]
+        if not rs:
+            continue
+        out += [f"{axis} grid: × the default's trial-seconds / passed / coverage / interval "
+                "(octaves)", "", "| design | " + " | ".join(x.split(":")[0] for x in rs) + " |",
+                "|---|" + "---|" * len(rs)]
+        for d in designs:
+            got = [next((r for r in rows if r["run"] == x and r["design"] == d), None) for x in rs]
+            if None in got:
+                continue
+            out.append(f"| {d} | " + " | ".join(
+                f"{r['seconds'] / base[x]:.2f} / {r['passed']:.0%} / {r['coverage']:.0%} / "
+                + (f"{r['width']:.2f}" if math.isfinite(r["width"]) else "—")
+                for x, r in zip(rs, got, strict=True)) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", nargs="+", type=Path, required=True)
+    ap.add_argument("--runs", nargs="+", type=Path)
+    ap.add_argument("--table", nargs="+", type=Path, metavar="JSON",
+                    help="print the --out files given (merged) as one table per axis, design × "
+                         "run, instead of replaying")
     ap.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
     ap.add_argument("--axis", choices=("width", "depth"), default="width",
                     help="the grid replayed: the width grid, or the depth grid (its curves "
@@ -333,6 +369,11 @@ def main(argv=None) -> None:
                          "drawn from a μP run that is rejected is a false rejection)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/out/design_replay.json"))
     args = ap.parse_args(argv)
+    if args.table:
+        print(table([r for f in args.table for r in json.loads(f.read_text())]))
+        return
+    if not args.runs:
+        ap.error("--runs is required (or --table to print replayed rows)")
     if args.draws < 1:
         ap.error("--draws must be >= 1")
     rows = []

@@ -290,8 +290,15 @@ def test_design_replay(tmp_path, capsys):
     assert [r["design"] for r in rows] == list(bench("design_replay").DESIGNS)
     assert rows[0]["ratio"] == 1.0 and all(0 <= r["coverage"] <= 1 for r in rows)
     assert all(r["seconds"] > 0 for r in rows)
+    capsys.readouterr()
+    bench("design_replay").main(["--table", str(out_json)])  # design × run, priced by spread-5
+    table = capsys.readouterr().out
+    assert table.startswith("width grid") and "| spread-5 | 1.00 / " in table
+    assert table.count("\n| ") == len(rows) + 1  # the header, then one row per design
     with pytest.raises(SystemExit):
         bench("design_replay").main(["--runs", str(tmp_path)])  # not a run folder
+    with pytest.raises(SystemExit):
+        bench("design_replay").main([])  # neither --runs nor --table
 
 
 def test_coord_seeds_refuses_one_seed():
