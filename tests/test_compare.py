@@ -98,6 +98,14 @@ def test_the_comparison_measures_each_family_with_intervals():
     assert out["rows"][1]["decide_with"] == broad.decide
     assert ("- broad: inconclusive: width: too flat. To decide it: width: validation.seeds=8: "
             "every curve at 4 × its seeds") in markdown(out)
+    # an interval target.yaml writes as null (no estimate) reads as NaN, and the table prints
+    broad.train = {"lr": 0.02, "lr_interval": [None, None], "lr_transferred": 0.02,
+                   "lr_transferred_interval": [None, 0.05]}
+    out = compare([sharp, broad], n_boot=50)
+    got = out["rows"][1]
+    assert all(math.isnan(x) for x in got["lr"]["ci"])
+    assert math.isnan(got["lr_transferred"]["ci"][0]) and got["lr_transferred"]["ci"][1] == 0.05
+    assert "| broad (`broad-run`)" in markdown(out)
 
 
 # ---- the command, end to end on smoke sweeps -------------------------------------------------
