@@ -89,8 +89,7 @@ def family_from_run(model: str, run_dir: Path) -> Family:
         model=model, run=run_dir.name,
         status=STATUS.get(str(run.get("status")), str(v.get("outcome"))),
         curves={int(w): c for w, c in v["curves"].items()},
-        best_log2_lr={int(w): math.nan if x is None else float(x)
-                      for w, x in v.get("best_log2_lr", {}).items()},
+        best_log2_lr={int(w): _number(x) for w, x in v.get("best_log2_lr", {}).items()},
         best_log2_lr_ci={int(w): list(c) for w, c in v.get("best_log2_lr_ci", {}).items()},
         trials=trials, vocab_size=int((cfg.get("derived") or {}).get("vocab_size", 256)),
         tokens=float((cfg.get("train") or {}).get("tokens", math.nan)),
@@ -101,6 +100,12 @@ def family_from_run(model: str, run_dir: Path) -> Family:
         reasons=_reasons(v, "width") + _reasons(depth, "depth"),
         decide=[f"{axis}: {d['decide_with']}" for axis, d in (("width", v), ("depth", depth))
                 if d.get("outcome") == "inconclusive" and d.get("decide_with")])
+
+
+def _number(x) -> float:
+    """A number the run's files hold, NaN where they write null (an estimate the run lacks, a
+    diverged seed: the JSON files and target.yaml alike)."""
+    return math.nan if x is None else float(x)
 
 
 def _reasons(verdict: Mapping, axis: str) -> list[str]:
@@ -122,7 +127,7 @@ def seed_matrix(curve: Mapping) -> tuple[np.ndarray, np.ndarray]:
     n = max(len(s) for s in curve["losses"])
     ys = np.full((len(xs), n), np.nan)
     for i, s in enumerate(curve["losses"]):
-        ys[i, :len(s)] = [np.nan if v is None else float(v) for v in s]
+        ys[i, :len(s)] = [_number(v) for v in s]
     return xs, ys
 
 
@@ -227,15 +232,14 @@ def family_metrics(f: Family, *, flops: float | None, confidence: float = CONFID
     l0 = math.log(f.vocab_size)
     basin_open = basin_octaves(xs, np.nanmean(ys, axis=1))[1]
     train = f.train
-    # target.yaml writes an estimate it lacks as null (NaN in the run's own numbers)
-    lr_ci = [math.nan if x is None else x for x in train.get("lr_interval") or [None, None]]
+    lr_ci = [_number(x) for x in train.get("lr_interval") or [None, None]]
     out = {
         "model": f.model, "run": f.run, "verdict": f.status, "widest_proxy": w,
         "seeds": int(ys.shape[1]), "tokens": f.tokens,
         "lr": {"value": train.get("lr", math.nan), "ci": list(lr_ci)},
         "lr_transferred": {"value": train.get("lr_transferred", math.nan),
                            "spans": f.spans.split(":")[0],
-                           "ci": [math.nan if x is None else x for x in
+                           "ci": [_number(x) for x in
                                   train.get("lr_transferred_interval") or [None, None]]},
         "loss_equal_tokens": _metric(ys, np.nanmin, confidence, n_boot, 0),
         "basin_octaves": {**_metric(ys, lambda m: basin_octaves(xs, m)[0], confidence, n_boot, 2),
