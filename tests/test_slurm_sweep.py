@@ -25,6 +25,10 @@ from transfer.archive import Archive
 from transfer.search.studies import FINISHED
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install 'transfer[slurm]'")
+# ~95 s each, and the kill test times a job's death against its trial: CI runs them in its slow
+# pass, one test at a time (`.ci/run`: `-n 0`); beside another test on the 2 cores, at c70675c, it
+# never saw a trial within 0.5 s of its start
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 # The README's overrides are the command; these only size it for a 2-core node: the budget
