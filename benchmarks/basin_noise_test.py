@@ -1,5 +1,5 @@
 """How much evidence the basin's noise weighting rests on: for each archived grid, the points
-past the basin against the rest (`transfer.verdict.shared_curvature.noise_groups`, the fit
+past the basin against the rest (`transfer.judge.shared_curvature.noise_groups`, the fit
 windows, `Limits.basin_excess` 0.06), their interaction σ ratio, each group's degrees of
 freedom, and the one-sided F test's p-value that the past points scatter no more than the rest
 (by simulation: numpy's F draws, no SciPy). The weighting applies whenever the ratio is > 1;
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from transfer.verdict.shared_curvature import basin_groups, fit_window
+from transfer.judge.shared_curvature import basin_groups, fit_window
 
 BASIN_EXCESS = 0.06  # Limits.basin_excess at budget=default
 DRAWS = 400_000

@@ -9,7 +9,7 @@ size in `--batches`, each trial `train.tokens` long (so a larger batch takes few
 trained by `transfer.search.training.run_training` (the sweep's own trial), `--workers`
 processes of one thread (`--target-yaml`: a sweep's target.yaml, whose batch doublings the
 interval is carried over). The curves, keyed by batch, go through the horizon law's fit
-(`transfer.verdict.horizon_law.fit_law`: one curvature and asymmetry, an optimum per curve, the
+(`transfer.judge.horizon_law.fit_law`: one curvature and asymmetry, an optimum per curve, the
 slope of log2 η* over log2 B with its bootstrap interval): the exponent of η* ∝ B^e, printed
 beside the √ rule's 0.5 (the emitted launch lr's, `scaling.batch_lr_rule=adam_sqrt`), the
 linear rule's 1 and "no rise" 0 (`transfer.core.exponents.BATCH_SOURCES`), and carried over the
@@ -34,11 +34,11 @@ import torch
 from transfer.core.compose import compose
 from transfer.core.config import check_config
 from transfer.core.exponents import BATCH_SOURCES
+from transfer.judge import horizon_law
+from transfer.judge.curves import extend_points, grid
 from transfer.run.planner import plan_sweep
 from transfer.search import Context, default_hparams
 from transfer.search.training import run_training
-from transfer.verdict import horizon_law
-from transfer.verdict.curves import extend_points, grid
 from transfer.verdict.width import limits_from, lr_bounds, validation_seed
 
 _CTX: dict = {}  # the forked workers' context and hyperparameters

@@ -65,11 +65,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from transfer.verdict.curves import extend_each, grid, mean_curve
-from transfer.verdict.judge import Limits, judge
+from transfer.judge.curves import extend_each, grid, mean_curve
+from transfer.judge.shared_curvature import BASIN_EXCESS, fit_window, noise_groups
+from transfer.judge.trajectory import predict
+from transfer.judge.verdict import Limits, judge
 from transfer.verdict.plan import CurvePlan, spread_step
-from transfer.verdict.shared_curvature import BASIN_EXCESS, fit_window, noise_groups
-from transfer.verdict.trajectory import predict
 
 COORD_OK = {"status": "passed", "passed": True, "max_abs_slope": 0.0}  # the lr verdict alone
 

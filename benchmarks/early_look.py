@@ -24,7 +24,7 @@ from optuna.storages import JournalStorage  # noqa: E402
 from optuna.storages.journal import JournalFileBackend  # noqa: E402
 
 from transfer.core.compose import as_config, compose  # noqa: E402
-from transfer.verdict.judge import judge  # noqa: E402
+from transfer.judge.verdict import judge  # noqa: E402
 from transfer.verdict.width import curves_from, early_look, limits_from  # noqa: E402
 
 

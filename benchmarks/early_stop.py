@@ -41,10 +41,10 @@ from optuna.storages.journal import JournalFileBackend  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
 
 from transfer.core.config import archived_validation  # noqa: E402
+from transfer.judge.rounds import look_of  # noqa: E402
+from transfer.judge.shared_curvature import BASIN_EXCESS  # noqa: E402
+from transfer.judge.verdict import judge  # noqa: E402
 from transfer.verdict.depth import depth_limits_from  # noqa: E402
-from transfer.verdict.judge import judge  # noqa: E402
-from transfer.verdict.rounds import look_of  # noqa: E402
-from transfer.verdict.shared_curvature import BASIN_EXCESS  # noqa: E402
 from transfer.verdict.width import limits_from  # noqa: E402
 
 GRIDS = {"validation": ("width", "validation.json"),

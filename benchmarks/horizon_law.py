@@ -8,7 +8,7 @@ points around `train.lr`, `--seeds` validation seeds, edge extension as the chec
 (lr, seed) one warmup-stable-decay run branched into a cooldown at every horizon,
 train.tokens × `--multiples` (default ¼ … 4: 37 … 600 steps of 2,048 tokens, 16×), trained by
 `transfer.search.training.run_branched` (the check's own training), `--workers` processes of
-one thread. The curves go through `transfer.verdict.horizon_law.measure_law` (the check's fit):
+one thread. The curves go through `transfer.judge.horizon_law.measure_law` (the check's fit):
 the exponent of η* ∝ D^e with its 90 % interval, printed beside Bjorck et al.'s (−0.32) and
 Step Law's at a fixed batch, every horizon's optimum, and written as JSON.
 
@@ -34,11 +34,11 @@ import torch
 from transfer.core import scaling
 from transfer.core.compose import compose
 from transfer.core.config import check_config
+from transfer.judge import horizon_law
+from transfer.judge.curves import extend_points, grid
 from transfer.run.planner import plan_sweep
 from transfer.search import Context, default_hparams
 from transfer.search.training import horizon_tokens, run_branched
-from transfer.verdict import horizon_law
-from transfer.verdict.curves import extend_points, grid
 from transfer.verdict.width import limits_from, lr_bounds, validation_seed
 
 _CTX: dict = {}  # the forked workers' context and hyperparameters

@@ -16,7 +16,7 @@ For each target shape (width only, depth only, both) and parametrization:
 3. Its own lr curve: ≥ 7 half-octave points spanning the emitted interval and an octave beyond
    (capped at ±3 octaves of the estimate), 2 seeds, extended at an edge (the package's
    `extend_each`), fitted with the package's shared-curvature parabola and parametric bootstrap
-   (`transfer.verdict.shared_curvature.statistics`, one curve).
+   (`transfer.judge.shared_curvature.statistics`, one curve).
 4. Per target: its optimum with a 90 % interval, the emitted lr and interval, their distance,
    the loss gap at the emitted lr, and whether the emitted interval covers the optimum.
 
@@ -53,12 +53,12 @@ import torch.nn.functional as F
 from transfer.cli.run import run_sweep
 from transfer.core.compose import compose
 from transfer.core.data import eval_batches, load_corpus, sample_batch
+from transfer.judge.curves import bracket, extend_each, mean_curve
+from transfer.judge.shared_curvature import fit_window, interaction_noise, interval, statistics
 from transfer.outputs import apply, hf, plots
 from transfer.run.planner import plan_sweep
 from transfer.search.trainer import lr_multiplier
 from transfer.search.training import train_spec
-from transfer.verdict.curves import bracket, extend_each, mean_curve
-from transfer.verdict.shared_curvature import fit_window, interaction_noise, interval, statistics
 
 # name → target shape. The targets are Llama 3.2 3B's architecture (model=3b: tied embeddings,
 # rope θ 500000, SwiGLU 8/3) at other widths and depths, with the byte vocabulary; the proxy

@@ -6,7 +6,7 @@ L)^α with CompleteP's lr and ε factors; α = 0 is width-only μP, ½ Depth-μP
 and the figure `--figure` (one panel per α, one curve per depth).
 
 For each parametrization and width, sweep log2(lr) on a half-octave grid, average the final
-held-out loss over seeds, and fit the optimum with `transfer.verdict.fit.fit_optimum`. When a width's
+held-out loss over seeds, and fit the optimum with `transfer.judge.fit.fit_optimum`. When a width's
 minimum is at the grid edge, the grid is extended on that side (up to --max-extend points), so
 every reported optimum is bracketed or explicitly flagged.
 
@@ -39,10 +39,10 @@ import torch
 
 from proxies import TransformerFamily
 from transfer.core.data import stdlib_corpus
+from transfer.judge.curves import extend_each, grid
+from transfer.judge.fit import fit_optimum
+from transfer.judge.verdict import Limits, judge
 from transfer.search.trainer import TrainSpec, train
-from transfer.verdict.curves import extend_each, grid
-from transfer.verdict.fit import fit_optimum
-from transfer.verdict.judge import Limits, judge
 
 STEP = 0.5  # grid spacing in log2(lr): half an octave
 FIELDS = ["config", "parametrization", "width", "log2_lr", "seed", "val_loss", "diverged", "seconds",
@@ -199,7 +199,7 @@ def seed_losses(args, runs: Runs, fam, width: int, log2_lr: float, corpus) -> li
 
 
 def sweep_width(args, runs: Runs, fam, width: int, centre: float, corpus) -> dict:
-    """The package's grid around `centre` (`transfer.verdict.curves.grid`), extended by its
+    """The package's grid around `centre` (`transfer.judge.curves.grid`), extended by its
     `extend_each` while the minimum sits at an edge (≤ --max-extend points per side)."""
     xs = grid(centre, args.points, STEP)
     per_seed = {x: seed_losses(args, runs, fam, width, x, corpus) for x in xs}
@@ -217,9 +217,9 @@ def sweep_width(args, runs: Runs, fam, width: int, centre: float, corpus) -> dic
 
 def drift_interval(args, results: dict, small: int, large: int, axis: str = "width"
                    ) -> dict[str, list[float]]:
-    """The 90 % interval of the drift from the package's verdict (`transfer.verdict.judge`:
+    """The 90 % interval of the drift from the package's verdict (`transfer.judge.verdict`:
     shared-curvature parabola, parametric bootstrap), not a bootstrap over 2 seeds, which has
-    3 distinct resamples per point (transfer.verdict.shared_curvature)."""
+    3 distinct resamples per point (transfer.judge.shared_curvature)."""
     limits = Limits(axis=axis, fit_window=args.window, min_points=3, can_pass=True)
     out = {}
     for p, per in results.items():
@@ -324,7 +324,7 @@ def depth_main(args, runs: Runs, corpus, out: Path) -> int:
 
 
 def depth_verdict(args, per_depth: dict, small: int, large: int) -> dict:
-    """What `transfer.verdict.judge.judge` — the sweep's depth verdict — says of these curves, with
+    """What `transfer.judge.verdict.judge` — the sweep's depth verdict — says of these curves, with
     its default limits (`Limits(axis="depth")`) and this grid's points as the fit window."""
 
     curves = {d: list(zip(per_depth[d]["log2_lrs"], per_depth[d]["seed_losses"]))

@@ -43,10 +43,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from transfer.verdict.curves import extend_each, extend_points, grid, mean_curve
-from transfer.verdict.judge import REJECTED, Limits, judge
+from transfer.judge.curves import extend_each, extend_points, grid, mean_curve
+from transfer.judge.rounds import look_confidence, plan_round
+from transfer.judge.verdict import REJECTED, Limits, judge
 from transfer.verdict.plan import GridPlan, best_point, grid_plan
-from transfer.verdict.rounds import look_confidence, plan_round
 from transfer.verdict.width import early_look, limits_from, lr_bounds
 
 COORD_OK = {"passed": True, "max_abs_slope": 0.0}  # the lr verdict alone is measured here

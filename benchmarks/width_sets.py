@@ -25,9 +25,9 @@ import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 
 from transfer.core.config import archived_validation  # noqa: E402
+from transfer.judge.rounds import look_of  # noqa: E402
+from transfer.judge.verdict import judge  # noqa: E402
 from transfer.verdict.depth import joint_from  # noqa: E402
-from transfer.verdict.judge import judge  # noqa: E402
-from transfer.verdict.rounds import look_of  # noqa: E402
 from transfer.verdict.width import limits_from  # noqa: E402
 
 SETS = ("own", "base-32 for widest", "base-32 added", "base-32 + first", "first two")

@@ -9,9 +9,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from transfer.verdict.curves import grid, mean_curve
-from transfer.verdict.judge import Limits, judge
-from transfer.verdict.shared_curvature import fit_window, noise_groups, statistics
+from transfer.judge.curves import grid, mean_curve
+from transfer.judge.shared_curvature import fit_window, noise_groups, statistics
+from transfer.judge.verdict import Limits, judge
 
 XS = grid(-7.0, 7, 0.5)  # -8.5 .. -5.5
 PAST = np.asarray(XS) > -6.25  # 0.2 and 0.45 nats above the optimum, over 6 % of 2.0-2.1

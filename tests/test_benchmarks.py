@@ -358,8 +358,8 @@ def _synthetic_run(run: Path, *, intermediate: bool = True) -> None:
 
     from transfer.archive.files import dumps
     from transfer.core.compose import as_config
+    from transfer.judge.verdict import judge
     from transfer.verdict.depth import depth_limits_from
-    from transfer.verdict.judge import judge
     from transfer.verdict.width import limits_from
 
     run.mkdir(parents=True)

@@ -14,6 +14,7 @@ from torch import nn
 
 from proxies import TransformerFamily
 from transfer.core.data import stdlib_corpus
+from transfer.judge.verdict import Limits, judge
 from transfer.outputs.plots import plot_coord
 from transfer.verdict import coord as coord_module
 from transfer.verdict.coord import (
@@ -29,7 +30,6 @@ from transfer.verdict.coord import (
     slope_interval,
     slopes_at,
 )
-from transfer.verdict.judge import Limits, judge
 
 WIDTHS = [32, 64, 128, 256]
 MAX_SLOPE = 0.25  # |d log2(l1) / d log2(width)|: 0.25 allows ×1.19 per doubling of width

@@ -19,11 +19,11 @@ from proxies import TransformerFamily
 from proxies.custom import CustomFamily
 from transfer.core import rules
 from transfer.core.config import Config, ProxyConf, ValidationConf
+from transfer.judge.curves import grid
+from transfer.judge.verdict import REJECTED, judge
 from transfer.search import Context
 from transfer.search.family import ProxyPlan
 from transfer.verdict import axis_grid, checks, depth
-from transfer.verdict.curves import grid
-from transfer.verdict.judge import REJECTED, judge
 
 V = {"points": 3, "seeds": 2, "step_log2": 1.0, "max_extend": 1, "depth": None}
 
@@ -253,7 +253,7 @@ def test_a_depth_curve_too_flat_for_its_noise_gets_a_seed_round_and_is_judged_ag
     nothing more is queued."""
     from test_rounds import XS, DeepGrid
 
-    from transfer.verdict.rounds import look_confidence
+    from transfer.judge.rounds import look_confidence
     from transfer.verdict.width import looks_taken
 
     c = ctx(points=7, step_log2=0.5, max_extend=2, depth=8, depth_width=16, depth_seeds=3,

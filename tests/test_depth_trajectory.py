@@ -13,17 +13,17 @@ import math
 import numpy as np
 import pytest
 
-from transfer.verdict.curves import grid
-from transfer.verdict.joint import joint
-from transfer.verdict.joint import lines as joint_lines
-from transfer.verdict.judge import INCONCLUSIVE, PASSED, REJECTED, Limits, judge
-from transfer.verdict.trajectory import (
+from transfer.judge.curves import grid
+from transfer.judge.joint import joint
+from transfer.judge.joint import lines as joint_lines
+from transfer.judge.trajectory import (
     CONVERGING,
     INTERPOLATED,
     LOG_LINEAR,
     emitted_model,
     predict,
 )
+from transfer.judge.verdict import INCONCLUSIVE, PASSED, REJECTED, Limits, judge
 
 DEPTHS = (2, 4, 8)
 TARGET_DEPTH = 28

@@ -1,4 +1,4 @@
-"""transfer.verdict.fit: the sweep-optimum fit, on synthetic curves with a known answer."""
+"""transfer.judge.fit: the sweep-optimum fit, on synthetic curves with a known answer."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from transfer.verdict.fit import fit_optimum
+from transfer.judge.fit import fit_optimum
 
 GRID = [-9.0 + 0.5 * i for i in range(7)]  # -9 … -6, half-octave steps
 

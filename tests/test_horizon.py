@@ -19,11 +19,11 @@ from optuna.trial import TrialState
 from proxies import TransformerFamily
 from transfer.cli.sweep import sweep
 from transfer.core.config import Config, ProxyConf, TrainConf, ValidationConf
+from transfer.judge.curves import grid
 from transfer.outputs.emit import emit_target
 from transfer.search import Context
 from transfer.search.family import ProxyPlan
 from transfer.verdict import axis_grid, horizon
-from transfer.verdict.curves import grid
 
 V = {"points": 3, "seeds": 2, "step_log2": 1.0, "max_extend": 1, "tolerance_log2": 0.5,
      "max_gap": 0.01, "min_seeds": 2, "min_points": 4, "min_curvature_snr": 3.0,

@@ -1,4 +1,4 @@
-"""transfer.verdict.horizon_law: the exponent of η* ∝ D^e over ≥ 4 horizons, recovered with its
+"""transfer.judge.horizon_law: the exponent of η* ∝ D^e over ≥ 4 horizons, recovered with its
 interval from synthetic curves whose optimum follows log2 η* = a + e·log2 D."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from transfer.verdict import horizon_law
-from transfer.verdict.curves import grid
+from transfer.judge import horizon_law
+from transfer.judge.curves import grid
 
 TOKENS = [19200 * 2 ** k for k in range(5)]  # 16×: 1/16 … 1 of 307,200
 

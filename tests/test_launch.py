@@ -14,10 +14,10 @@ import yaml
 
 from transfer.core.config import ValidationConf
 from transfer.core.exponents import ExponentDistribution, batch_exponent
+from transfer.judge.curves import grid
 from transfer.outputs import emit, launch, report
 from transfer.outputs.summary import lr_line, run_lines
 from transfer.verdict import horizon
-from transfer.verdict.curves import grid
 
 GRID = [i / 200 for i in range(201)]  # the quantile levels of draw_quantiles_log2
 

@@ -1,4 +1,4 @@
-"""Measuring more where it decides (transfer.verdict.rounds): the looks' confidence, which
+"""Measuring more where it decides (transfer.judge.rounds): the looks' confidence, which
 widths get more seeds, and a straddling grid that more seeds decide, on synthetic curves."""
 
 from __future__ import annotations
@@ -13,13 +13,8 @@ from optuna.trial import TrialState
 
 from proxies import TransformerFamily
 from transfer.core.config import Config, ProxyConf, ValidationConf
-from transfer.search import Context
-from transfer.search.family import ProxyPlan
-from transfer.search.progress import makespan
-from transfer.verdict import width
-from transfer.verdict.curves import grid
-from transfer.verdict.judge import INCONCLUSIVE, PASSED, Limits, judge
-from transfer.verdict.rounds import (
+from transfer.judge.curves import grid
+from transfer.judge.rounds import (
     decide_hint,
     farther_hint,
     look_confidence,
@@ -27,6 +22,11 @@ from transfer.verdict.rounds import (
     plan_round,
     seeds_to_decide,
 )
+from transfer.judge.verdict import INCONCLUSIVE, PASSED, Limits, judge
+from transfer.search import Context
+from transfer.search.family import ProxyPlan
+from transfer.search.progress import makespan
+from transfer.verdict import width
 from transfer.verdict.width import judge_study, looks_taken
 
 COORD_OK = {"passed": True, "max_abs_slope": 0.1}

@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from transfer.verdict.curves import grid
-from transfer.verdict.judge import INCONCLUSIVE, PASSED, REJECTED, Limits, judge
-from transfer.verdict.trajectory import CONVERGING, LOG_LINEAR, model_for, predict, trajectory
+from transfer.judge.curves import grid
+from transfer.judge.trajectory import CONVERGING, LOG_LINEAR, model_for, predict, trajectory
+from transfer.judge.verdict import INCONCLUSIVE, PASSED, REJECTED, Limits, judge
 
 WIDTHS = (64, 128, 256)
 TARGET = 3072

@@ -393,8 +393,8 @@ def test_a_builder_that_sets_its_own_base_shapes_keeps_them(tmp_path):
 def test_judge_rejects_a_wide_model_that_diverges_almost_everywhere():
     """Regression: an SP model that diverged at 3 of 5 points of the wide width crashed the
     shared-curvature fit (KeyError) instead of being rejected; seen with parallel_sp, seed 4."""
-    from transfer.verdict.curves import grid
-    from transfer.verdict.judge import Limits, judge
+    from transfer.judge.curves import grid
+    from transfer.judge.verdict import Limits, judge
 
     xs = grid(-4.3, 5, 1.0)
     curves = {w: [(x, [y, y + 0.01]) for x, y in zip(xs, losses)] for w, losses in

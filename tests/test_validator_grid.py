@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import optuna
 
 from tests.helpers_grid import width_study
-from transfer.verdict.curves import grid
+from transfer.judge.curves import grid
 from transfer.verdict.width import enqueue_grid, extend_grid
 
 XS = grid(-7.0, 3, 1.0)  # -8, -7, -6
@@ -64,7 +64,7 @@ def test_the_extension_odds_are_the_extension_rule_on_a_smeared_optimum():
     spread evenly over one step around `offset`, extended until bracketed, rounds counted."""
     import numpy as np
 
-    from transfer.verdict.curves import extend_points, extension_odds
+    from transfer.judge.curves import extend_points, extension_odds
 
     points, step, cap = 6, 0.5, 3
     xs0 = grid(0.0, points, step)
@@ -83,7 +83,7 @@ def test_the_extension_odds_are_the_extension_rule_on_a_smeared_optimum():
 
 
 def test_rounds_left_follow_what_the_curve_measured():
-    from transfer.verdict.curves import rounds_left
+    from transfer.judge.curves import rounds_left
 
     odds = [1.0, 0.5, 0.0]
     assert rounds_left(odds, 0, None) == odds  # nothing measured: the theory's odds

@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from transfer.verdict.curves import bracket, extend_each, extend_points, grid
-from transfer.verdict.judge import INCONCLUSIVE, PASSED, REJECTED, Limits, judge
-from transfer.verdict.shared_curvature import joint_fit
+from transfer.judge.curves import bracket, extend_each, extend_points, grid
+from transfer.judge.shared_curvature import joint_fit
+from transfer.judge.verdict import INCONCLUSIVE, PASSED, REJECTED, Limits, judge
 
 XS = grid(-7.0, 7, 0.5)
 COORD_OK = {"passed": True, "max_abs_slope": 0.1}

@@ -1,8 +1,9 @@
 """transfer: tune hyperparameters on small μP proxies, prove they transfer, emit the full-scale
 config. Folders are layers, each importing only those below it (docs/architecture.md): `cli`
 (`python -m transfer.sweep`) → `run` (a run as a whole) → `outputs` (target.yaml, report) →
-`verdict` (grids, then the pure judge) → `search` (the trainer, the staged Optuna studies) →
-`archive` (beside `proxies`) → `core` (config, μP rules, scaling laws, cost, corpus).
+`verdict` (the grids that train) → `search` (the trainer, the staged Optuna studies) beside
+`judge` (the pure judge: numpy only) → `archive` (beside `proxies`) → `core` (config, μP rules,
+scaling laws, cost, corpus).
 
 `from transfer import apply, hf` are the documented names for a user's trainer; they load on
 first use (torch, and transformers for `hf`, are not paid by `import transfer`).

@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from transfer.archive import code_version
 from transfer.core.compose import compose
 from transfer.core.errors import UserError, exit_code, verdict_exit_code
+from transfer.judge.verdict import Verdict
 from transfer.outputs.plots import run_plots
 from transfer.outputs.report import render_custom_report
 from transfer.outputs.write import COORD_PLOT, RunFiles, report_plots, write_run
@@ -28,7 +29,6 @@ from transfer.search import default_hparams, open_study, run_stages, seed_incumb
 from transfer.search.storage import make_storage
 from transfer.verdict import depth
 from transfer.verdict.checks import mark_finalized, run_checks
-from transfer.verdict.judge import Verdict
 
 
 # ---- the job -------------------------------------------------------------------------------

@@ -269,7 +269,7 @@ class ValidationConf:
     # two_budgets: the grid at train.tokens / horizon_ratio beside the width grid's full-budget
     # curve (two horizons). branched: one wsd run per (lr, seed) branched into cooldowns at
     # train.tokens × each of horizon_multiples, the exponent the slope of the optima over them
-    # (transfer.verdict.horizon_law); needs scaling.schedule=wsd, the schedule it measures.
+    # (transfer.judge.horizon_law); needs scaling.schedule=wsd, the schedule it measures.
     horizon_method: str = "two_budgets"
     # ≥ 4 horizons spanning ≥ 16×; the longest is train.tokens by default: one run's cost
     # (the trunk to 0.8 × train.tokens, then the cooldowns: ~1.2 runs per point)

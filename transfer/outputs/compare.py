@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from transfer.archive.files import read_json, read_yaml
-from transfer.verdict.curves import basin_octaves
+from transfer.judge.curves import basin_octaves
 
 CONFIDENCE = 0.90
 N_BOOT = 2000
@@ -60,7 +60,7 @@ class Family:
     train: dict = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     # what would decide an inconclusive verdict, each naming its check (`Verdict.decide_with`:
-    # the seeds predicted to decide it and their price, `transfer.verdict.rounds.decide_hint`)
+    # the seeds predicted to decide it and their price, `transfer.judge.rounds.decide_hint`)
     decide: list[str] = field(default_factory=list)
     spans: str = ""  # target.yaml provenance.lr.interval_spans ("width only: …", …)
 

@@ -208,7 +208,7 @@ def interval_spans(proxy_layers: int, target_layers: int, depth: Mapping | None,
                    joint: bool = False) -> str:
     """What the emitted lr's interval accounts for (provenance.lr.interval_spans): width and
     depth where the emitted lr is the joint estimate (`joint`: the depth check measured the
-    optimum's trajectory across depth, `transfer.verdict.joint`); else the width trajectory's
+    optimum's trajectory across depth, `transfer.judge.joint`); else the width trajectory's
     alone, and the depth rules' effect on the optimum is in it only as far as the depth check
     showed it."""
     if proxy_layers == target_layers:
@@ -359,7 +359,7 @@ def _launch(train: dict, trajectory: Mapping, s: dict, horizon: Mapping | None) 
         lr_interval_parts=("each part's own central interval's half-width in octaves of lr and its "
                            "share of the launch lr's variance (half-width² over their sum); each "
                            "part's `source` says where it came from"),
-        lr_trajectory="measured on proxies (transfer.verdict.trajectory)")
+        lr_trajectory="measured on proxies (transfer.judge.trajectory)")
     return launch["warning"]
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
+from transfer.judge.trajectory import predict
+from transfer.judge.verdict import Verdict
 from transfer.verdict.coord import CoordResult, module_kind
-from transfer.verdict.judge import Verdict
-from transfer.verdict.trajectory import predict
 
 __all__ = ["coord_png", "figure", "plot_coord", "png_bytes", "run_plots", "trajectory_png",
            "transfer_png"]

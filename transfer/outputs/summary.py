@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from transfer.verdict.judge import Verdict, verdict_lines
+from transfer.judge.verdict import Verdict, verdict_lines
 
 if TYPE_CHECKING:  # a type only: the summary needs no Optuna
     from transfer.search import StageSummary
@@ -75,7 +75,7 @@ def lr_line(target: Mapping) -> str:
     if "interval" not in lr:
         return f"   emitted lr   {lr.get('value', math.nan):.3g} ({lr.get('source', '')})"
     lo, hi = lr["interval"]
-    if "target_depth" in lr:  # the joint width × depth estimate (transfer.verdict.joint)
+    if "target_depth" in lr:  # the joint width × depth estimate (transfer.judge.joint)
         d = lr["parts"]["depth"]
         where = (f"at width {lr['target_width']} × {lr['target_depth']} layers [{lo:.3g}, "
                  f"{hi:.3g}] ({lr['confidence']:.0%}, {lr['model']} over widths {lr['widths']} "

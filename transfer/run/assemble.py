@@ -15,6 +15,8 @@ import pandas as pd
 from transfer.core import cost as costs
 from transfer.core.errors import EXIT_OK, EXIT_REJECTED, verdict_exit_code
 from transfer.core.hparams import TUNABLE
+from transfer.judge.joint import Joint
+from transfer.judge.verdict import Verdict
 from transfer.outputs import summary
 from transfer.outputs.emit import emit_target, interval_spans
 from transfer.outputs.plots import run_plots
@@ -24,8 +26,6 @@ from transfer.run.planner import Plan
 from transfer.search import Context, StageSummary, open_study, summarize
 from transfer.verdict import depth, horizon
 from transfer.verdict.checks import Checks, mark_finalized, run_checks
-from transfer.verdict.joint import Joint
-from transfer.verdict.judge import Verdict
 from transfer.verdict.width import open_validation_study
 
 RECIPE_KEYS = ("schedule", "min_lr_fraction", "grad_clip")  # the target's, the proxies trained so
@@ -112,7 +112,7 @@ def winners_for_emit(cfg, hp: dict, verdict: Verdict | None = None,
 
 def emitted_log2_lr(verdict: Verdict | None, joint: Joint | None = None) -> float | None:
     """The optimum at the target: at its width and depth where the depth check measured the
-    optimum's trajectory across depth (`transfer.verdict.joint`), else at its width from the
+    optimum's trajectory across depth (`transfer.judge.joint`), else at its width from the
     trajectory across the proxies' widths; whatever the outcome (the interval and the verdicts
     say what it is worth). None only where nothing was measured (validation off, or no fit),
     and the stages' pick is emitted."""
@@ -149,7 +149,7 @@ def _joint_provenance(hp: dict, verdict: Verdict, j: Joint, depth_v: Verdict | N
                   f"{d['from_depth']} to {j.target_depth} layers, each its verdict's fit"
                   + (", their shared curve's bootstrap noise drawn once for both"
                      if d["shared_points"] else ", drawn independently") +
-                  " (transfer.verdict.joint); "
+                  " (transfer.judge.joint); "
                   f"the width verdict was {verdict.outcome}, the depth verdict {outcome}",
         "stages_pick_offset_log2": j.estimate - math.log2(float(hp["lr"])),
     }

@@ -1,3 +1,3 @@
-"""Stage 3, the verdict: lr grids and curves (`curves`), the shared-curvature fit
-(`shared_curvature`), the pure `judge`, the width, depth and horizon checks (`width`, `depth`,
-`horizon` over `axis_grid`), the coordinate checks (`coord`)."""
+"""Stage 3, the grids that train: the width, depth and horizon checks (`width`, `depth`,
+`horizon` over `axis_grid`), each grid's plan (`plan`), the coordinate checks (`coord`) and every
+worker's share of them (`checks`). Their curves are judged by the pure `transfer.judge`."""

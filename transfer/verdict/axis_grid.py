@@ -19,11 +19,11 @@ from dataclasses import dataclass
 import optuna
 from optuna.trial import TrialState
 
+from transfer.judge.rounds import MAX_MULTIPLE
+from transfer.judge.verdict import Limits
 from transfer.search import Context, predict_seconds, queued_trials, run_one
 from transfer.search.progress import Left, Span, makespan
-from transfer.verdict.judge import Limits
 from transfer.verdict.plan import CurvePlan, GridPlan
-from transfer.verdict.rounds import MAX_MULTIPLE
 from transfer.verdict.width import (
     curve_seconds,
     curves_from,

@@ -19,14 +19,14 @@ from typing import Any
 
 import optuna
 
+from transfer.judge.joint import Joint
+from transfer.judge.joint import lines as joint_lines
+from transfer.judge.verdict import Verdict, verdict_lines
 from transfer.search import Context
 from transfer.search.phases import timed
 from transfer.search.storage import FINALIZE_CLAIM, owner_alive, this_launch, this_process
 from transfer.verdict import depth, horizon
 from transfer.verdict.coord import CoordResult
-from transfer.verdict.joint import Joint
-from transfer.verdict.joint import lines as joint_lines
-from transfer.verdict.judge import Verdict, verdict_lines
 from transfer.verdict.width import judge_study, run_coord_check, run_grid
 
 __all__ = ["CHECKS", "Check", "Checks", "enabled_checks", "mark_finalized", "run_checks",
@@ -101,7 +101,7 @@ class Checks:
     # check name → (verdict, extra), in CHECKS order, the enabled ones only
     results: dict[str, tuple[Verdict, Any]] = field(default_factory=dict)
     coord_seconds: float = 0.0  # spent on the coordinate checks (width, depth) in this launch
-    # the lr at the target's width and depth (transfer.verdict.joint), where depth was checked
+    # the lr at the target's width and depth (transfer.judge.joint), where depth was checked
     joint: Joint | None = None
     skipped: dict[str, str] = field(default_factory=dict)  # check name → why it did not run
 

@@ -30,8 +30,8 @@ import pandas as pd
 import torch
 
 from transfer.core.data import Corpus, sample_batch
+from transfer.judge.verdict import MIN_SIZES_TO_REJECT
 from transfer.search.trainer import TrainSpec, make_optimizer
-from transfer.verdict.judge import MIN_SIZES_TO_REJECT
 
 LOGITS = "logits"  # kind name of the model's own output (the root module)
 COORD_BATCH = 8  # sequences in the coordinate checks' one fixed batch

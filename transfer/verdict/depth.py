@@ -6,10 +6,10 @@ spacing, seeds and edge extension), trained at the stages' depth L0 and at L0 do
 L1 = `validation.depth` (4 × L0 unless set: L0, 2·L0, 4·L0). The width is
 `validation.depth_width` (narrower than the stages' is cheaper per layer, so the grid reaches
 deeper in the same seconds; `grid_width`), or the stages' width, where the L0 curve is the
-width check's narrow one, copied. Judged by the same pure verdict (`transfer.verdict.judge.judge`,
+width check's narrow one, copied. Judged by the same pure verdict (`transfer.judge.verdict.judge`,
 `Limits(axis="depth", judge_drift=False)`) with the depth coordinate check
 (`transfer.verdict.coord.depth_coord_check`) as its coordinate rule. The optimum may move with
-depth; what is judged is its trajectory to the target's depth (`transfer.verdict.trajectory`,
+depth; what is judged is its trajectory to the target's depth (`transfer.judge.trajectory`,
 the depth forms: converging y∞ + d·(L0/L), log-linear in log2 L): an interval inside the
 tolerance there and two models that agree. Its own Optuna study, `<run>:validation-depth`. Off
 unless `validation.depth_enabled`.
@@ -23,19 +23,19 @@ import math
 import optuna
 
 from transfer.core.hparams import MODEL_HPARAMS
-from transfer.search import Context
-from transfer.verdict.axis_grid import Axis, run_axis_grid
-from transfer.verdict.coord import CoordResult, depth_coord_check
-from transfer.verdict.joint import Joint, joint
-from transfer.verdict.judge import Limits, Verdict, coord_text, judge
-from transfer.verdict.plan import GridPlan, grid_plan
-from transfer.verdict.trajectory import (
+from transfer.judge.joint import Joint, joint
+from transfer.judge.trajectory import (
     INTERPOLATED,
     MODEL_FORMS,
     MODELS,
     coefficients,
     model_for,
 )
+from transfer.judge.verdict import Limits, Verdict, coord_text, judge
+from transfer.search import Context
+from transfer.verdict.axis_grid import Axis, run_axis_grid
+from transfer.verdict.coord import CoordResult, depth_coord_check
+from transfer.verdict.plan import GridPlan, grid_plan
 from transfer.verdict.width import (
     curves_from,
     limits_from,
@@ -219,7 +219,7 @@ def joint_estimate(ctx: Context, width: Verdict, deep: Verdict, *, target_width:
 def joint_from(v, parametrization: str, width_curves: dict, depth_curves: dict, *,
                width_model: str, confidence: float, target_width: int, target_depth: int,
                depth_width: int | None) -> Joint | None:
-    """`transfer.verdict.joint.joint` on the two grids' curves (the `validation` group `v`):
+    """`transfer.judge.joint.joint` on the two grids' curves (the `validation` group `v`):
     each grid's fit as its verdict made it, their shared curve's bootstrap noise drawn once for
     both, at `confidence` (the stricter of the two verdicts': seed rounds make it stricter),
     with the width verdict's model and the depth limits' (`depth_limits_from`). What a run

@@ -6,7 +6,7 @@ tokens (¼ of the budget by default), beside the full-budget curve — the width
 curve, copied in, not trained again: only the short runs cost.
 
 The two curves, keyed by token count, go through the shared-curvature fit of the pure verdict
-(`transfer.verdict.judge.judge`, `Limits(axis="tokens")`, no coordinate check). Its drift (vertex at
+(`transfer.judge.verdict.judge`, `Limits(axis="tokens")`, no coordinate check). Its drift (vertex at
 the full budget − vertex at the short one, log2 lr) and bootstrap interval give the measured
 horizon exponent e of η* ∝ D^e: e = drift / log2(ratio), interval likewise. The verdict's
 transfer outcome (tolerance, loss gap) is not used: only the fit's numbers.
@@ -25,7 +25,7 @@ Its own Optuna study, `<run>:validation-horizon`. Off unless `validation.horizon
 `validation.horizon_method=branched` (budget=thorough) measures instead over ≥ 4 horizons
 spanning ≥ 16×, each (lr, seed) one wsd run branched into cooldowns
 (`transfer.verdict.horizon_branched`), the exponent the slope of the optima over log2 tokens
-(`transfer.verdict.horizon_law`); the result has this module's keys, and the same tight rule.
+(`transfer.judge.horizon_law`); the result has this module's keys, and the same tight rule.
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ import math
 import optuna
 
 from transfer.core import scaling
+from transfer.judge import horizon_law
+from transfer.judge.verdict import Verdict, judge
 from transfer.search import Context
 from transfer.search.training import horizon_tokens
-from transfer.verdict import horizon_branched, horizon_law
+from transfer.verdict import horizon_branched
 from transfer.verdict.axis_grid import Axis, run_axis_grid
-from transfer.verdict.judge import Verdict, judge
 from transfer.verdict.width import (
     curves_from,
     limits_from,

@@ -4,7 +4,7 @@ The lr grid of the width check (its centre, spacing, fresh seeds and edge extens
 stages' width, each (lr, seed) trained once under warmup-stable-decay and branched into a
 cooldown at every horizon, train.tokens × `validation.horizon_multiples` (≥ 4 spanning ≥ 16×;
 `transfer.search.branched`): one run gives that lr's point on every horizon's curve. The curves
-go to `transfer.verdict.horizon_law`, whose exponent is the slope of the optima over log2
+go to `transfer.judge.horizon_law`, whose exponent is the slope of the optima over log2
 tokens. Needs `scaling.schedule=wsd` (config check): the stages, the width grid and the target
 train under the schedule this measures, so the exponent is applied to the schedule it was
 measured under.
@@ -21,10 +21,10 @@ import math
 import optuna
 from optuna.trial import TrialState
 
+from transfer.judge.curves import grid
 from transfer.search import Context, predict_seconds, queued_trials, run_branched_one
 from transfer.search.progress import Left
 from transfer.search.training import horizon_tokens
-from transfer.verdict.curves import grid
 from transfer.verdict.width import extend_every_curve, lr_bounds, train_grid, validation_seed
 
 __all__ = ["curves", "enabled", "run_grid", "run_tokens"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transfer.verdict.curves import basin_octaves, grid, mean_curve
+from transfer.judge.curves import basin_octaves, grid, mean_curve
 
 
 @dataclass(frozen=True)

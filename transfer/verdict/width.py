@@ -4,7 +4,7 @@ Re-sweeps the learning rate on a log2 grid around the tuned optimum at every gri
 (`proxy.grid_widths`: the proxy width w0 doubling up to the validation width; same grid, same
 fresh seeds, the widest queued first), extends the grid on the side where a width's optimum
 sits at its edge until each is bracketed (within `validation.max_extend`), and hands plain
-curves to the pure verdict (`transfer.verdict.judge.judge`). The grid lives in an Optuna
+curves to the pure verdict (`transfer.judge.verdict.judge`). The grid lives in an Optuna
 study, so validation resumes and parallelises like any stage.
 """
 
@@ -18,32 +18,32 @@ import optuna
 from optuna.trial import TrialState
 
 from transfer.core.hparams import MODEL_HPARAMS
-from transfer.search import Context, n_finished, predict_seconds, queued_trials, run_one, work
-from transfer.search.probe import enqueued_params, measured_ratios
-from transfer.search.progress import RANGE, Left, Span, makespan
-from transfer.verdict.coord import CoordResult, coord_check
-from transfer.verdict.curves import (
+from transfer.judge.curves import (
     extend_each,
     extend_points,
     extension_odds,
     rounds_left,
 )
-from transfer.verdict.judge import REJECTED, Limits, Verdict, judge
-from transfer.verdict.plan import CurvePlan, GridPlan, best_point, grid_plan
-from transfer.verdict.rounds import (
+from transfer.judge.rounds import (
     MAX_MULTIPLE,
     decide_hint,
     farther_hint,
     look_confidence,
     plan_round,
 )
-from transfer.verdict.trajectory import model_for, prior_offset
+from transfer.judge.trajectory import model_for, prior_offset
+from transfer.judge.verdict import REJECTED, Limits, Verdict, judge
+from transfer.search import Context, n_finished, predict_seconds, queued_trials, run_one, work
+from transfer.search.probe import enqueued_params, measured_ratios
+from transfer.search.progress import RANGE, Left, Span, makespan
+from transfer.verdict.coord import CoordResult, coord_check
+from transfer.verdict.plan import CurvePlan, GridPlan, best_point, grid_plan
 
 
 def limits_from(v, *, target_width: int | None = None, parametrization: str = "mup",
                 looks: int = 1) -> Limits:
     """The verdict's limits from the `validation` config group (the one place that reads it);
-    the trajectory model is the parametrization's own (`transfer.verdict.trajectory.model_for`);
+    the trajectory model is the parametrization's own (`transfer.judge.trajectory.model_for`);
     the `looks`-th look at the grid is judged at `rounds.look_confidence`."""
     return Limits(trajectory_model=model_for(parametrization), tolerance_log2=v.tolerance_log2,
                   max_gap=v.max_gap, min_seeds=v.min_seeds, min_points=v.min_points,

@@ -16,8 +16,8 @@ numbers (tests/test_verdict.py) and its power is measured on synthetic curves
 (benchmarks/validator_power.py).
 
 The statistics (a two-sided shared-curvature parabola, a parametric bootstrap for its intervals, why
-not a bootstrap over seeds) live in `transfer.verdict.shared_curvature`; the grid and its curves in
-`transfer.verdict.curves`.
+not a bootstrap over seeds) live in `transfer.judge.shared_curvature`; the grid and its curves in
+`transfer.judge.curves`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from transfer.verdict.curves import Curves, bracket, mean_curve
-from transfer.verdict.shared_curvature import (
+from transfer.judge.curves import Curves, bracket, mean_curve
+from transfer.judge.shared_curvature import (
     BASIN_EXCESS,
     fit_noise,
     fit_window,
@@ -37,7 +37,7 @@ from transfer.verdict.shared_curvature import (
     separate_statistics,
     statistics,
 )
-from transfer.verdict.trajectory import CONVERGING, INTERPOLATED, MODELS, trajectory
+from transfer.judge.trajectory import CONVERGING, INTERPOLATED, MODELS, trajectory
 
 # the fewest sizes (widths, depths) a coordinate check's rejection is read over (coord.py): a
 # slope between two sizes is one step of the smallest ones, whose pre-asymptotic change it cannot
@@ -70,7 +70,7 @@ class Limits:
     coord_max_slope: float = 0.35
     can_pass: bool = True  # False for budgets too small to mean anything (budget=smoke)
     target_width: int | None = None  # where the trajectory puts the optimum (None: not asked)
-    trajectory_model: str = CONVERGING  # the emitted model (transfer.verdict.trajectory)
+    trajectory_model: str = CONVERGING  # the emitted model (transfer.judge.trajectory)
     min_trajectory_widths: int = 3  # two widths fit either model exactly: nothing to tell them apart
     # Read a target inside the measured keys between the two around it (depth only,
     # `trajectory.emitted_model`); off: the model, which smooths the optima's noise (on the 3B's
@@ -78,7 +78,7 @@ class Limits:
     interpolate: bool = False
     decide_hint: str = "budget=thorough (more seeds, longer runs)"  # printed when inconclusive
     axis: str = "width"  # what the curves differ in: "width" or "depth" (the trajectory's
-    # model forms, `transfer.verdict.trajectory.MODEL_FORMS`), "tokens" (messages only)
+    # model forms, `transfer.judge.trajectory.MODEL_FORMS`), "tokens" (messages only)
     # Judge the drift and the loss gap from the first curve to the last against their limits.
     # Off for depth: the optimum may move with depth, as long as where it moves to is
     # predictable (the trajectory's rules judge that; docs/depth.md).
@@ -128,7 +128,7 @@ class Verdict:
     extrapolation: dict
     coord_check: dict
     confidence: float
-    trajectory: dict | None = None  # transfer.verdict.trajectory.Trajectory.to_dict()
+    trajectory: dict | None = None  # transfer.judge.trajectory.Trajectory.to_dict()
     rejected_because: list[str] = field(default_factory=list)
     inconclusive_because: list[str] = field(default_factory=list)
     decide_with: str | None = None
@@ -169,7 +169,7 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
           coord: Mapping | None = None) -> Verdict:
     """The verdict on a learning-rate grid at ≥ 2 widths (the narrowest is the reference;
     drift, gap and level compare it with the widest). With `limits.target_width`, the optimum's
-    trajectory across the widths is extrapolated to the target (`transfer.verdict.trajectory`):
+    trajectory across the widths is extrapolated to the target (`transfer.judge.trajectory`):
     the emitted `optimum_log2_lr` and `optimum_ci` are its estimate and interval there.
 
     `noise` is an optional floor for the per-point σ of the seed-mean curve (None: estimated
@@ -272,7 +272,7 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
     outcome = REJECTED if rej else INCONCLUSIVE if unk else PASSED
     # Only intervals straddling their limits, or a curvature S/N under its limit, stand between
     # this run and a verdict: more seeds where they narrow those intervals most can decide it
-    # (transfer.verdict.rounds, planned by the width and depth grids).
+    # (transfer.judge.rounds, planned by the width and depth grids).
     more_data_decides = outcome == INCONCLUSIVE and set(unk) <= set(straddle.values())
     disagree = {r for r in unk if r.startswith(DISAGREE)}
     farther_decides = bool(outcome == INCONCLUSIVE and disagree
@@ -303,9 +303,9 @@ def judge(curves: Curves, noise: float | None, tuned: float, limits: Limits,
                "floor": noise,
                "fit": "two-sided shared-curvature parabola, parametric bootstrap"},
         fit={"model": "two-sided parabola: curvature a below each optimum, r·a above, shared "
-                      "by the widths (transfer.verdict.shared_curvature)" if limits.shared_shape
+                      "by the widths (transfer.judge.shared_curvature)" if limits.shared_shape
                       else "two-sided parabola, each curve its own curvature a and asymmetry r "
-                           "(transfer.verdict.shared_curvature.separate_statistics)",
+                           "(transfer.judge.shared_curvature.separate_statistics)",
              "asymmetry": stats.get("asymmetry", math.nan),
              "asymmetry_by_curve": stats.get("asymmetry_by_curve"),
              "asymmetry_ci": stats.get("asymmetry_ci", [math.nan, math.nan]),

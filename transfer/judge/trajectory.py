@@ -1,7 +1,7 @@
 """The optimum's trajectory across widths, and where it will be at the target.
 
 The lr grid is measured at ≥ 3 widths. One shared-curvature parabola per width
-(`transfer.verdict.shared_curvature.vertex_draws`) gives each width's optimum v_w and a
+(`transfer.judge.shared_curvature.vertex_draws`) gives each width's optimum v_w and a
 parametric-bootstrap draw of all of them at once. Two named models of v against width are
 fitted to every draw and evaluated at the target width:
 
@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from transfer.verdict.shared_curvature import interval
+from transfer.judge.shared_curvature import interval
 
 __all__ = ["INTERPOLATED", "MODELS", "Trajectory", "beside", "coefficients", "emitted_model",
            "model_for", "predict", "prior_offset", "quantiles", "trajectory", "weights"]
@@ -164,7 +164,7 @@ def quantiles(draws: np.ndarray) -> list[float]:
 
 class Estimate:
     """An estimate with its interval (`estimate`, `interval`): a trajectory's at the target, the
-    joint width × depth one (`transfer.verdict.joint.Joint`)."""
+    joint width × depth one (`transfer.judge.joint.Joint`)."""
 
     estimate: float
     interval: list[float]
@@ -203,7 +203,7 @@ def trajectory(widths: Sequence[int], vertices: Sequence[float], draws: np.ndarr
     """The trajectory from each width's fitted optimum (`vertices`) and its bootstrap draws
     (`draws`, shape (n_widths, n_boot)); needs ≥ 2 widths (3 to tell the models apart). Each
     model's interval at the target is widened about its estimate by `scale` (the calibration,
-    `transfer.verdict.judge.Limits.interval_scale`). `axis` picks the models' forms
+    `transfer.judge.verdict.Limits.interval_scale`). `axis` picks the models' forms
     (`MODEL_FORMS`): across width, or across depth with `widths` the depths."""
     if len(widths) < 2:
         raise ValueError(f"a trajectory needs optima at ≥ 2 widths, got {list(widths)}")

@@ -6,14 +6,14 @@ grid's L0 points are the width grid's, copied. The estimate is additive in the t
 
     v(w_t, L_t) = W(w_t) + (D(L_t) − D(L0))
 
-W the width trajectory's model (`transfer.verdict.trajectory`, across width), D the depth
+W the width trajectory's model (`transfer.judge.trajectory`, across width), D the depth
 trajectory's (across depth), each fitted to the optima of its own axis. Additive means the
 optimum's move with depth does not depend on width; the held-out "both" target (wider *and*
 deeper than every proxy) tests it (docs/verdict.md).
 
 Drawn together: each axis keeps its own fit — the width verdict's two-sided shared-curvature
 fit of the width curves, the depth verdict's of the depth curves
-(`transfer.verdict.shared_curvature.statistics`, the same inputs, generators and draws), so the
+(`transfer.judge.shared_curvature.statistics`, the same inputs, generators and draws), so the
 two parts are the numbers the two verdicts judged — and the bootstrap noise of the (w0, L0)
 curve's points is drawn once and used in both fits (`statistics(shared_z=…)`). A draw that
 moves that curve's optimum moves it in both trajectories at once: the interval of the sum is
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transfer.verdict.curves import mean_curve
-from transfer.verdict.shared_curvature import (
+from transfer.judge.curves import mean_curve
+from transfer.judge.shared_curvature import (
     BASIN_EXCESS,
     fit_noise,
     fit_window,
@@ -41,7 +41,7 @@ from transfer.verdict.shared_curvature import (
     separate_statistics,
     statistics,
 )
-from transfer.verdict.trajectory import (
+from transfer.judge.trajectory import (
     INTERPOLATED,
     MODEL_FORMS,
     MODELS,
@@ -90,7 +90,7 @@ def _row(points: list) -> dict:
 def _fit(curves: Mapping[int, Mapping], *, window: int, n_boot: int, boot_seed: int,
          confidence: float, shared_z: Mapping | None = None, shared_shape: bool = True,
          basin_excess: float | None = BASIN_EXCESS) -> dict | None:
-    """One axis's fit as its verdict makes it (`transfer.verdict.judge.judge`: seed-mean
+    """One axis's fit as its verdict makes it (`transfer.judge.verdict.judge`: seed-mean
     curves, the fit window, the seeds' interaction noise as the floor), with `shared_z`'s
     points drawn from the given normals. None when a curve has fewer than 3 points to fit."""
     keys = sorted(curves)

@@ -5,7 +5,7 @@ A sweep gives a loss per grid point; the best grid point alone is quantised to t
 parabola through the points around the empirical minimum resolves the optimum between grid
 points. Used by `benchmarks/transfer_fidelity.py` (and tested in `tests/test_fit.py`); the
 transfer validator does not use it: its verdicts fit the curves jointly with one shared curvature
-(`transfer.verdict.shared_curvature`, through `transfer.verdict.judge`).
+(`transfer.judge.shared_curvature`, through `transfer.judge.verdict`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ resamples per point. Not the delta method: a vertex is a ratio, heavy-tailed exa
 curvature is weak; a draw whose curvature is not positive has no vertex and counts as outside
 every limit.
 
-Plain numpy: the verdict (`transfer.verdict.judge.judge`) turns these numbers into its rules.
+Plain numpy: the verdict (`transfer.judge.verdict.judge`) turns these numbers into its rules.
 """
 
 from __future__ import annotations
@@ -302,7 +302,7 @@ def seed_mean_floor(table: dict, widths: Sequence[int], *, per_curve: bool,
     interaction noise (`interaction_noise`, or `measured`: (σ, dof) from `noise_groups`) over
     √(seeds at every point), at least `noise`.
     `per_curve` (curves fitted alone, `separate_statistics`): each curve's over its own seeds,
-    a dict — a seed round adds seeds to some curves only (`transfer.verdict.rounds`); else one
+    a dict — a seed round adds seeds to some curves only (`transfer.judge.rounds`); else one
     value, over the fewest seeds of any point. None where the seeds measure no noise."""
     pure, dof = measured if measured is not None else interaction_noise(table, widths)
     seeds = {w: min((len(r) for r in table[w]["losses"]), default=0) for w in widths}
@@ -325,11 +325,11 @@ def statistics(table: dict, win: dict, widths: list[int], noise: float | None, n
     seeds, when known; `tuned` the log2 lr whose gap is reported beside the optimum's; `ratios`
     the asymmetries tried (`(1.0,)`: the plain parabola); `shared_z` the standard normal draws
     of points another fit shares ((width, round(log2 lr, 6)) → (n_boot,)): those points get
-    them instead of their own, so two fits of one curve move together (`transfer.verdict.joint`);
+    them instead of their own, so two fits of one curve move together (`transfer.judge.joint`);
     `z` in the result holds every window point's. With more than two widths (the
     trajectory) the curvature is shared by all of them, and drift, gap and level compare the
     narrowest with the widest; `vertex_draws` holds every width's bootstrap optima (n_widths ×
-    n_boot) for `transfer.verdict.trajectory`. The bootstrap draws `n_boot` refits from its own
+    n_boot) for `transfer.judge.trajectory`. The bootstrap draws `n_boot` refits from its own
     generator (`boot_seed`): the numbers are reproducible.
     """
     n = len(widths)

@@ -2,7 +2,7 @@
 
 A curve is, per width (or depth, or token budget), the log2 lrs of a grid and every seed's
 held-out loss at each point. The validator, the depth check and the horizon check lay out and
-extend their grids with these; the verdict (`transfer.verdict.judge.judge`) reads the curves.
+extend their grids with these; the verdict (`transfer.judge.verdict.judge`) reads the curves.
 """
 
 from __future__ import annotations

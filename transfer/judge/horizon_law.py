@@ -3,7 +3,7 @@
 
 The curves (horizon tokens -> [(log2 lr, [loss per seed])]: one branched wsd run per lr and
 seed gives a point of every curve, `transfer.search.branched`) go through the width verdict's
-shared-curvature fit (`transfer.verdict.shared_curvature.statistics`, curves keyed by tokens):
+shared-curvature fit (`transfer.judge.shared_curvature.statistics`, curves keyed by tokens):
 one curvature and asymmetry, an optimum and a level per horizon. The exponent e is the
 least-squares slope of the optima over log2 tokens; its interval the percentile interval of
 the same slope over the fit's joint bootstrap draws of the optima (`vertex_draws`), so the
@@ -24,8 +24,8 @@ import numpy as np
 
 from transfer.core import scaling
 from transfer.core.exponents import HORIZON_SOURCES
-from transfer.verdict.curves import Curves, bracket, mean_curve
-from transfer.verdict.shared_curvature import fit_window, interaction_noise, interval, statistics
+from transfer.judge.curves import Curves, bracket, mean_curve
+from transfer.judge.shared_curvature import fit_window, interaction_noise, interval, statistics
 
 __all__ = ["fit_law", "line", "measure_law", "slopes"]
 

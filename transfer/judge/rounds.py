@@ -32,8 +32,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from statistics import NormalDist
 
-from transfer.verdict.judge import Verdict
-from transfer.verdict.trajectory import weights as trajectory_weights
+from transfer.judge.trajectory import weights as trajectory_weights
+from transfer.judge.verdict import Verdict
 
 __all__ = ["HINT_MULTIPLE", "MAX_MULTIPLE", "decide_hint", "farther_hint", "look_confidence",
            "look_of", "plan_round", "seeds_to_decide"]
