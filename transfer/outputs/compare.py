@@ -90,7 +90,8 @@ def family_from_run(model: str, run_dir: Path) -> Family:
         status=STATUS.get(str(run.get("status")), str(v.get("outcome"))),
         curves={int(w): c for w, c in v["curves"].items()},
         best_log2_lr={int(w): _number(x) for w, x in v.get("best_log2_lr", {}).items()},
-        best_log2_lr_ci={int(w): list(c) for w, c in v.get("best_log2_lr_ci", {}).items()},
+        best_log2_lr_ci={int(w): [_number(x) for x in c]
+                         for w, c in v.get("best_log2_lr_ci", {}).items()},
         trials=trials, vocab_size=int((cfg.get("derived") or {}).get("vocab_size", 256)),
         tokens=float((cfg.get("train") or {}).get("tokens", math.nan)),
         coord=v.get("coord_check") or {}, depth_coord=_depth_coord(depth),
@@ -216,9 +217,7 @@ def _divergence(f: Family, width: int) -> dict:
     above = div[np.log2(div["lr"]) > opt] if math.isfinite(opt) else div
     if len(above):
         x = float(np.log2(above["lr"].min()))
-        return {"value": x - opt, "ci": [x - (hi if hi is not None else math.nan),
-                                         x - (lo if lo is not None else math.nan)],
-                "bound": None}
+        return {"value": x - opt, "ci": [x - hi, x - lo], "bound": None}
     trained = at[at["diverged"].astype(str).str.lower() != "true"]
     x = float(np.log2(trained["lr"].max())) if len(trained) else math.nan
     return {"value": x - opt, "ci": [math.nan, math.nan], "bound": "lower"}

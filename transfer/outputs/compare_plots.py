@@ -36,8 +36,7 @@ def trajectories_png(families: list[Family]) -> bytes:
         if not ws:
             continue
         v = np.array([f.best_log2_lr[w] for w in ws], dtype=float)
-        ci = np.array([[np.nan if c is None else c for c in f.best_log2_lr_ci.get(w, [None] * 2)]
-                       for w in ws], dtype=float)
+        ci = np.array([f.best_log2_lr_ci.get(w, [np.nan] * 2) for w in ws], dtype=float)
         err = np.abs(np.stack([v - ci[:, 0], ci[:, 1] - v]))
         shift = 1 + 0.03 * (k - (len(families) - 1) / 2)  # side by side at each width
         ax.errorbar(np.asarray(ws) * shift, v, yerr=np.where(np.isfinite(err), err, 0),
