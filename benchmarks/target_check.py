@@ -31,6 +31,7 @@ tests/test_benchmarks.py):
     python benchmarks/target_check.py --out /tmp/tc --rejudge <sweeps>/<run> \
         --from benchmarks/points/summaries/<summary>.json   # this code's emission, no training
     python benchmarks/target_check.py --out /tmp/tc --from <summary>.json  # its table, again
+    python benchmarks/target_check.py --out /tmp/tc --from <summary>.json --refit  # this fit
     python benchmarks/target_check.py --out /tmp/tc --smoke         # plumbing, ~2 min
     python benchmarks/target_check.py --out /tmp/tc --figure docs/figures/held_out_targets.png \
         --from benchmarks/points/summaries/both_mup.json benchmarks/points/summaries/width_sp.json
@@ -46,6 +47,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import optuna
 import torch
 import torch.nn.functional as F
@@ -54,7 +56,13 @@ from transfer.cli.run import run_sweep
 from transfer.core.compose import compose
 from transfer.core.data import eval_batches, load_corpus, sample_batch
 from transfer.judge.curves import bracket, extend_each, mean_curve
-from transfer.judge.shared_curvature import fit_window, interaction_noise, interval, statistics
+from transfer.judge.shared_curvature import (
+    BASIN_EXCESS,
+    fit_window,
+    interaction_noise,
+    interval,
+    statistics,
+)
 from transfer.outputs import apply, hf, plots
 from transfer.run.planner import plan_sweep
 from transfer.search.trainer import lr_multiplier
@@ -119,6 +127,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="re-emit for each target of --from from RUN_DIR's archived grids with "
                         "this checkout's verdict code, and compare with the targets' curves "
                         "there: nothing trained")
+    p.add_argument("--refit", action="store_true",
+                   help="with --from: each summary's curve refitted by this code (its emission "
+                        "kept), written to --out/summary.json; nothing trained")
     p.add_argument("--interpolate", action="store_true",
                    help="with --rejudge: read depths inside the depth grid between its depths "
                         "(validation.depth_interpolate)")
@@ -290,14 +301,33 @@ def lr_points(est: float, lo: float, hi: float) -> list[float]:
 
 
 # ---- 3. the target's own optimum ------------------------------------------------------------
+def basin_window(xs, ys, least: int = MIN_POINTS, excess: float = BASIN_EXCESS) -> list[int]:
+    """The points the target's parabola sees: as many around the minimum (`fit_window`) as the
+    curve has points within `excess` of the best loss (its basin, as the judge's noise
+    weighting draws it: `BASIN_EXCESS`), and never fewer than `least`. A fixed 7 half-octave
+    points (3 octaves) sees only the floor of a basin wider than that, flat for its noise
+    (Gemma 3's q/k-normed control: 12 points, 5.5 octaves, within 6 % of the best); the
+    basin's walls are what place its vertex. Curves whose basin holds ≤ 7 points keep the 7.
+    The fit's σ pools the seeds' scatter with its own residual, so a basin the parabola misses
+    widens its interval."""
+    xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    finite = np.isfinite(ys)
+    if not finite.any():
+        return []
+    best = float(ys[finite].min())
+    size = max(least, int(np.sum(finite & (ys <= best + abs(best) * excess))))
+    return [int(i) for i in fit_window(xs, ys, size)]
+
+
 def fit_curve(pts: list, seeds: int, tuned: float, width: int) -> dict:
     """The shared-curvature parabola on the target's own curve (`pts`: [(log2 lr, [loss per
-    seed])]): vertex, its 90 % interval, the fitted loss at `tuned` against the best."""
+    seed])]) over its basin (`basin_window`): vertex, its 90 % interval, the fitted loss at
+    `tuned` against the best."""
     xs, ys = mean_curve(pts)
     table = {width: {"log2_lr": xs.tolist(), "loss": ys.tolist(),
                      "losses": [list(map(float, p[1])) for p in pts]}}
     below, above = bracket(xs, ys)
-    win = {width: fit_window(xs, ys, 7)}
+    win = {width: basin_window(xs, ys)}
     pure, dof = interaction_noise(table, [width])
     st = statistics(table, win, [width], pure / math.sqrt(seeds) if dof else None, dof, tuned,
                     confidence=0.9, n_boot=2000, boot_seed=0)
@@ -378,21 +408,27 @@ def rejudged_emission(run_dir: Path, shape: dict, interpolate: bool = False) -> 
             "verdict": f"re-judged from {run_dir.name}'s grids (target_check --rejudge)"}
 
 
+def refit(r: dict, emission: dict | None = None) -> dict:
+    """A held-out result (a summary.json's: the target's own curve) with its optimum fitted by
+    this code (`fit_curve`) and judged against `emission` (`rejudged_emission`'s keys; None:
+    the result's own emission). Nothing trained."""
+    e = emission or {k: r[k] for k in ("emitted_log2", "emitted_interval_log2")}
+    lo, hi = e["emitted_interval_log2"]
+    c = r["curve"]
+    fit = fit_curve(list(zip(c["log2_lr"], c["losses"])), len(c["losses"][0]),
+                    e["emitted_log2"], int(r["shape"]["d_model"]))
+    opt = fit["optimum_log2"]
+    return {**r, **e, "target_optimum_log2": opt, "target_optimum_ci": fit["optimum_ci"],
+            "distance_log2": e["emitted_log2"] - opt,
+            "loss_gap_at_emitted": fit["gap_at_emitted"], "covered": bool(lo <= opt <= hi),
+            "bracketed": fit["bracketed"], "curvature_snr": fit["curvature_snr"]}
+
+
 def rejudge(run_dir: Path, results: list[dict], interpolate: bool = False) -> list[dict]:
-    """Each held-out result (a summary.json's: the target's own curve and optimum) against the
-    emission this code makes for its shape from `run_dir`'s grids (`rejudged_emission`)."""
-    out = []
-    for r in results:
-        e = rejudged_emission(run_dir, r["shape"], interpolate)
-        lo, hi = e["emitted_interval_log2"]
-        opt = r["target_optimum_log2"]
-        c = r["curve"]
-        fit = fit_curve(list(zip(c["log2_lr"], c["losses"])), len(c["losses"][0]),
-                        e["emitted_log2"], int(r["shape"]["d_model"]))
-        out.append({**r, **e, "distance_log2": e["emitted_log2"] - opt,
-                    "loss_gap_at_emitted": fit["gap_at_emitted"],
-                    "covered": bool(lo <= opt <= hi)})
-    return out
+    """Each held-out result (a summary.json's: the target's own curve) against the emission
+    this code makes for its shape from `run_dir`'s grids (`rejudged_emission`), the target's
+    optimum refitted by this code (`refit`)."""
+    return [refit(r, rejudged_emission(run_dir, r["shape"], interpolate)) for r in results]
 
 
 def distance_interval(r: dict) -> tuple[float, float]:
@@ -477,6 +513,10 @@ def main(argv=None) -> int:
         return 0
     if args.summaries:  # the table (and with --figure the figure) of summaries, nothing trained
         results = [r for f in args.summaries for r in json.loads(f.read_text())]
+        if args.refit:
+            results = [refit(r) for r in results]
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "summary.json").write_text(json.dumps(results, indent=2))
         if args.figure:
             args.figure.write_bytes(figure_png(results))
         print(table(results))
