@@ -16,7 +16,8 @@ For each target shape (width only, depth only, both) and parametrization:
 3. Its own lr curve: ≥ 7 half-octave points spanning the emitted interval and an octave beyond
    (capped at ±3 octaves of the estimate), 2 seeds, extended at an edge (the package's
    `extend_each`), fitted with the package's shared-curvature parabola and parametric bootstrap
-   (`transfer.judge.shared_curvature.statistics`, one curve).
+   (`transfer.judge.shared_curvature.statistics`, one curve) over its basin (`basin_window`:
+   7 points around the minimum, more where more lie within 6 % of the best loss).
 4. Per target: its optimum with a 90 % interval, the emitted lr and interval, their distance,
    the loss gap at the emitted lr, and whether the emitted interval covers the optimum.
 
