@@ -50,6 +50,7 @@ def _runs(roots: list[str]) -> list[dict]:
                         "after": after.get("phases"), "elapsed": after.get("elapsed_seconds"),
                         "spent": sum((pred.get("spent_before") or {}).values()),
                         "wall": float(cost["measured_seconds"]),
+                        "host": (cost.get("host") or {}).get("cpu") or "not recorded",
                         "key": (cfg.get("proxy", {}).get("parametrization"), cfg.get("budget"))})
     return out
 
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in runs:
         by[r["key"]].append(r)
     print(f"{'run':44s} {'wall s':>7s} {'probes':>8s} {'left out':>9s} {'in sample':>10s} "
-          f"{'after stages, left out':>23s}")
+          f"{'after stages, left out':>23s}  host")
     errs = defaultdict(list)
     for group in by.values():
         every = combine((r["ratios"] for r in group), {}, 0)
@@ -96,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                     errs[k].append(v)
             print(f"{r['name']:44s} {r['wall']:7.0f} {e['probes']:+8.0%} "
                   f"{e['left out']:+9.0%} {e['in sample']:+10.0%} {e['after stages']:+23.0%}"
+                  f"  {r['host']}"
                   + ("" if len(group) > 1 else "   (alone: left out = probes)"))
     for k, v in errs.items():
         print(f"{k:>10s}: mean |error| {sum(map(abs, v)) / len(v):.0%}, "

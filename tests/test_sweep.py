@@ -122,6 +122,9 @@ def test_smoke_writes_every_output(smoke):
     cost = json.loads((run_dir / "cost.json").read_text())
     assert {"target", "tuning", "saved_gpu_hours", "stages"} <= set(cost)
     assert [s["name"] for s in cost["stages"]] == ORDER
+    # the host that measured its seconds: a CPU model, the cores this process may use
+    assert cost["host"]["cpu"] and cost["host"]["cpu"] != "unknown"
+    assert 1 <= cost["host"]["cores"] <= (os.cpu_count() or 1)
     assert run_dir.name in (run_dir / "report.md").read_text()
 
 

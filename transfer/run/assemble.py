@@ -8,7 +8,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
+import os
+import platform
 import time
+from pathlib import Path
 
 import pandas as pd
 
@@ -78,7 +81,28 @@ def _cost(plan: Plan, ctx: Context, trials: pd.DataFrame, stages: list[StageSumm
     c["wall_seconds"] = time.time() - started
     c.update(costs.phase_report(dict(ctx.phases), pred, c["wall_seconds"]))
     c["trial_timing"] = trial_timing(trials)
+    c["host"] = host()
     return c
+
+
+def host() -> dict:
+    """The machine that measured these seconds: its CPU model (`/proc/cpuinfo`'s first
+    "model name" on Linux, else `platform.processor()`), the cores this process may use, and the
+    architecture. The same code and seeds give other seconds, and in their last digits other
+    losses, on another CPU (benchmarks/RESULTS.md, "A quicker host"), so the ETA's history and
+    the evidence say which host measured them."""
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.lower().startswith("model name") and ":" in line:
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity else (os.cpu_count() or 1)
+    return {"cpu": cpu or platform.processor() or "unknown", "cores": cores,
+            "machine": platform.machine()}
 
 
 def trial_timing(trials: pd.DataFrame) -> dict:
