@@ -87,7 +87,7 @@ def _cost(plan: Plan, ctx: Context, trials: pd.DataFrame, stages: list[StageSumm
 
 def host() -> dict:
     """The machine that measured these seconds: its CPU model (`/proc/cpuinfo`'s first
-    "model name" on Linux, else `platform.processor()`), the cores this process may use, and the
+    "model name" on Linux, else `platform.processor()`, else the architecture), the cores this process may use, and the
     architecture. The same code and seeds give other seconds, and in their last digits other
     losses, on another CPU (benchmarks/RESULTS.md, "A quicker host"), so the ETA's history and
     the evidence say which host measured them."""
@@ -101,7 +101,7 @@ def host() -> dict:
         pass
     affinity = getattr(os, "sched_getaffinity", None)
     cores = len(affinity(0)) if affinity else (os.cpu_count() or 1)
-    return {"cpu": cpu or platform.processor() or "unknown", "cores": cores,
+    return {"cpu": cpu or platform.processor() or platform.machine() or "not known", "cores": cores,
             "machine": platform.machine()}
 
 
