@@ -86,11 +86,11 @@ def _cost(plan: Plan, ctx: Context, trials: pd.DataFrame, stages: list[StageSumm
 
 
 def host() -> dict:
-    """The machine that measured these seconds: its CPU model (`/proc/cpuinfo`'s first
-    "model name" on Linux, else `platform.processor()`, else the architecture), the cores this process may use, and the
-    architecture. The same code and seeds give other seconds, and in their last digits other
-    losses, on another CPU (benchmarks/RESULTS.md, "A quicker host"), so the ETA's history and
-    the evidence say which host measured them."""
+    """The machine that measured these seconds: its CPU model (`/proc/cpuinfo`'s first "model
+    name" on Linux, else `platform.processor()`, else the architecture), the cores this process
+    may use, and the architecture. The same code and seeds give other seconds, and in their last
+    digits other losses, on another CPU (benchmarks/RESULTS.md, "A quicker host"), so the ETA's
+    history and the evidence say which host measured them."""
     cpu = ""
     try:
         for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
@@ -101,8 +101,9 @@ def host() -> dict:
         pass
     affinity = getattr(os, "sched_getaffinity", None)
     cores = len(affinity(0)) if affinity else (os.cpu_count() or 1)
-    return {"cpu": cpu or platform.processor() or platform.machine() or "not known", "cores": cores,
-            "machine": platform.machine()}
+    machine = platform.machine()
+    return {"cpu": cpu or platform.processor() or machine or "not known", "cores": cores,
+            "machine": machine}
 
 
 def trial_timing(trials: pd.DataFrame) -> dict:
